@@ -1,0 +1,2 @@
+"""The production implementation: numba-compiled manager and policies, CPU backend,
+torch copy handlers, and the vLLM connector."""

@@ -1,0 +1,1 @@
+"""Benchmarks behind ``kvoffload bench``: each prints its figures side by side."""
