@@ -127,7 +127,14 @@ class CachePolicy(ABC):
 
 
 class OffloadingHandler(ABC):
-    """Worker side: copies blocks of one direction asynchronously (H1–H4)."""
+    """Worker side: copies blocks of one direction asynchronously (H1–H4).
+
+    H3: with block-size factor ``f``, offloaded block ``b`` holds the GPU-sized
+    sub-blocks ``b·f … b·f+f−1``; a load into ``m`` GPU blocks from ``k`` offloaded
+    blocks (``k·f − f < m ≤ k·f``) reads the last ``m`` of those ``k·f`` sub-blocks.
+    H4: on CUDA, copies run on their own streams, after the compute that produced the
+    data, into pinned host memory; without CUDA the same handler works on CPU tensors.
+    """
 
     @abstractmethod
     def transfer_async(self, job_id: int, spec: TransferSpec) -> bool:

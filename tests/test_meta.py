@@ -1,0 +1,166 @@
+"""Checks of the project itself: every clause is implemented and tested, the public API
+type-checks for downstream code, and the package imports without torch or vLLM."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import kvoffload
+from kvoffload.cli import main
+from kvoffload.spec import contract_clauses
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC_DIR = ROOT / "kvoffload" / "spec"
+CLAUSE_IDS = [clause.id for clause in contract_clauses()]
+
+
+def _test_names() -> set[str]:
+    names: set[str] = set()
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_"):
+                names.add(node.name)
+    return names
+
+
+def test_shipped_contract_matches_shared_copy() -> None:
+    shared = ROOT.parent / "shared" / "CONTRACT.md"
+    if not shared.exists():
+        pytest.skip("no ../shared/CONTRACT.md beside this checkout")
+    assert (SPEC_DIR / "CONTRACT.md").read_text() == shared.read_text(), (
+        "kvoffload/spec/CONTRACT.md is out of sync with ../shared/CONTRACT.md: copy it over"
+    )
+
+
+def test_contract_has_the_clause_families() -> None:
+    families = {re.sub(r"\d+$", "", clause_id) for clause_id in CLAUSE_IDS}
+    assert families == set("MCIBPLASHE")
+    assert len(CLAUSE_IDS) == len(set(CLAUSE_IDS))
+
+
+@pytest.mark.parametrize("clause_id", CLAUSE_IDS)
+def test_every_clause_is_cited_in_spec(clause_id: str) -> None:
+    pattern = re.compile(rf"\b{clause_id}(?![0-9])")
+    sources = [path.read_text(encoding="utf-8") for path in SPEC_DIR.glob("*.py")]
+    assert any(pattern.search(source) for source in sources), f"{clause_id} is not cited in kvoffload/spec/"
+
+
+@pytest.mark.parametrize("clause_id", CLAUSE_IDS)
+def test_every_clause_names_a_test(clause_id: str) -> None:
+    pattern = re.compile(rf"^test_{clause_id}(_|$)")
+    assert any(pattern.match(name) for name in _test_names()), f"no test is named test_{clause_id}_…"
+
+
+def test_cli_version_and_contract_listing() -> None:
+    runner = CliRunner()
+    version = runner.invoke(main, ["--version"])
+    assert version.exit_code == 0 and kvoffload.__version__ in version.output
+    listing = runner.invoke(main, ["contract"])
+    assert listing.exit_code == 0
+    listed = [line.split()[1] for line in listing.output.splitlines() if line.strip()]
+    assert sorted(listed) == sorted(CLAUSE_IDS)
+    assert all(line.startswith("✓") for line in listing.output.splitlines() if line.strip())
+
+
+def test_python_dash_m_entry_point() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kvoffload", "--version"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "kvoffload" in done.stdout
+
+
+def test_import_needs_neither_torch_nor_vllm() -> None:
+    # A None entry in sys.modules makes any `import torch` raise ImportError.
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["torch"] = None
+        sys.modules["vllm"] = None
+        import kvoffload
+        m = kvoffload.ReferenceManager(num_blocks=2, enable_events=True)
+        assert m.prepare_store([b"a" * 32]) is not None
+        print(kvoffload.ReferenceManager.__name__)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ReferenceManager"
+
+
+DOWNSTREAM = '''
+from collections.abc import Iterable
+
+import kvoffload
+from kvoffload import (
+    BlockHash, BlockStatus, ContractViolation, CPULoadStoreSpec, OffloadingEvent,
+    OffloadingManager, PrepareStoreOutput, ReferenceManager,
+)
+
+
+def store_all(manager: OffloadingManager, hashes: list[BlockHash]) -> int:
+    output: PrepareStoreOutput | None = manager.prepare_store(hashes)
+    if output is None:
+        return 0
+    manager.complete_store(output.block_hashes_to_store, success=True)
+    events: Iterable[OffloadingEvent] = manager.take_events()
+    return len(list(events))
+
+
+def main() -> str:
+    manager = ReferenceManager(num_blocks=4, policy="arc", enable_events=True)
+    hashes = [BlockHash(bytes([i]) * 32) for i in range(3)]
+    stored: int = store_all(manager, hashes)
+    spec = manager.prepare_load(hashes)
+    assert isinstance(spec, CPULoadStoreSpec)
+    status: BlockStatus = BlockStatus(7)
+    ready: bool = status.is_ready
+    try:
+        manager.complete_load([BlockHash(b"x" * 32)])
+    except ContractViolation as violation:
+        clause: str = violation.clause
+        return f"{stored} {ready} {clause} {kvoffload.__version__}"
+    return ""
+'''
+
+
+def test_public_api_type_checks_downstream(tmp_path: Path) -> None:
+    module = tmp_path / "downstream.py"
+    module.write_text(DOWNSTREAM)
+    # An editable install is an import hook that mypy cannot follow: point it at the
+    # source tree, which is what an installed wheel would contain.
+    environment = {**os.environ, "MYPYPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(module)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env=environment,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # and the file really runs
+    namespace: dict[str, object] = {}
+    exec(compile(DOWNSTREAM, str(module), "exec"), namespace)
+    result = namespace["main"]()  # type: ignore[operator]
+    assert result.startswith("1 False M3")
+
+
+def test_mypy_strict_on_the_package() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
