@@ -51,7 +51,9 @@ def read_hashes(hashes: Iterable[bytes], argument: str = "block_hashes") -> list
             )
         if len(block_hash) == 0:
             raise ValueError(f"M9: {argument}[{position}] is an empty hash; hashes have non-zero length")
-        # I8: identity is the byte string itself. A bytes subclass with its own __eq__
-        # or __hash__ must not be able to confuse two blocks, so keep plain bytes.
-        batch.append(BlockHash(bytes(block_hash)) if type(block_hash) is not bytes else BlockHash(block_hash))
+        if type(block_hash) is not bytes:
+            # I8: identity is the content. A bytes subclass may override __eq__, __hash__
+            # or __bytes__; a memoryview copy reads the raw content and nothing else.
+            block_hash = bytes(memoryview(block_hash))
+        batch.append(BlockHash(block_hash))
     return batch
