@@ -1,2 +1,21 @@
 """The production implementation: numba-compiled manager and policies, CPU backend,
-torch copy handlers, and the vLLM connector."""
+torch copy handlers, and the vLLM connector.
+
+``CPUOffloadingManager`` is the fast manager (identical behaviour to
+``kvoffload.spec.ReferenceManager``); ``CPUBackend``, ``LRUCachePolicy`` and
+``ARCCachePolicy`` are stand-alone components for composing other managers.
+"""
+
+from .components import ARCCachePolicy, CPUBackend, LRUCachePolicy
+from .fingerprint import FINGERPRINT_MODES, fingerprint_mask
+from .manager import MANAGER_POLICIES, CPUOffloadingManager
+
+__all__ = [
+    "ARCCachePolicy",
+    "CPUBackend",
+    "CPUOffloadingManager",
+    "FINGERPRINT_MODES",
+    "LRUCachePolicy",
+    "MANAGER_POLICIES",
+    "fingerprint_mask",
+]

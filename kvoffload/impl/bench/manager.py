@@ -1,0 +1,344 @@
+"""``kvoffload bench manager``: the production manager beside the reference model (and
+vLLM's own CPU offloading manager where ``vllm.v1.kv_offload`` imports).
+
+Workload (the same calls go to every manager, in lockstep): requests whose hashes share
+prefixes (a few "documents" reused by many requests, plus a unique tail per request),
+32-byte hashes. Per request: ``lookup``; ``touch``; ``prepare_load`` of the hits; and
+``prepare_store`` of the rest. Steady scenario: loads and stores complete right away.
+Pressure scenario: loads and stores stay in flight (up to ~90% of the capacity pinned or
+pending), so eviction must find idle victims among blocks it may not take. Up to
+``--check-limit`` blocks of capacity the answers of both managers are compared on
+every call; beyond it only the production manager runs.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+OPS = ("lookup", "touch", "prepare_load", "complete_load", "prepare_store", "complete_store")
+
+
+def _ints(text: str) -> list[int]:
+    return [int(float(part)) for part in text.split(",") if part.strip()]
+
+
+class Workload:
+    """Requests with shared prefixes over a pool of 32-byte hashes."""
+
+    def __init__(self, capacity: int, batch: int, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.batch = batch
+        docs = max(4, min(64, capacity // max(batch, 1)))
+        self.docs = [[os.urandom(32) for _ in range(batch)] for _ in range(docs)]
+
+    def request(self) -> list[bytes]:
+        doc = self.rng.choice(self.docs)
+        shared = self.rng.randint(0, self.batch)
+        return doc[:shared] + [os.urandom(32) for _ in range(self.batch - shared)]
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.ns = dict.fromkeys(OPS, 0)
+        self.blocks = dict.fromkeys(OPS, 0)
+
+    def run(self, op: str, call: Callable[[], Any], blocks: int) -> Any:
+        start = time.perf_counter_ns()
+        result = call()
+        self.ns[op] += time.perf_counter_ns() - start
+        self.blocks[op] += blocks
+        return result
+
+    def per_block(self, op: str) -> float:
+        return self.ns[op] / self.blocks[op] if self.blocks[op] else float("nan")
+
+    def total(self) -> float:
+        blocks = sum(self.blocks.values())
+        return sum(self.ns.values()) / blocks if blocks else float("nan")
+
+
+def _vllm_manager(capacity: int) -> Any | None:
+    """vLLM's own CPU offloading manager, or ``None`` when vLLM is not importable."""
+    try:  # vLLM's module layout changes between releases; try the known ones.
+        from vllm.v1.kv_offload.cpu import CPUOffloadingManager as VllmManager  # noqa: I001
+    except Exception:
+        try:
+            from vllm.v1.kv_offload.lru_manager import LRUOffloadingManager as VllmManager
+        except Exception:
+            return None
+    for kwargs in ({"num_blocks": capacity}, {"num_blocks": capacity, "enable_events": False}):
+        try:
+            return VllmManager(**kwargs)
+        except Exception:
+            continue
+    return None
+
+
+def _normal(name: str, value: Any) -> Any:
+    if name == "prepare_store":
+        if value is None:
+            return None
+        return (list(value.block_hashes_to_store), list(value.block_hashes_evicted))
+    if name == "prepare_load":
+        return len(value.block_ids)
+    return value
+
+
+def build_managers(capacity: int, policy: str, check: bool, with_vllm: bool) -> dict[str, Any]:
+    """The managers of one capacity and policy, filled to capacity (untimed)."""
+    from kvoffload.impl import CPUOffloadingManager
+    from kvoffload.spec import ReferenceManager
+
+    managers: dict[str, Any] = {"impl": CPUOffloadingManager(capacity, policy=policy)}
+    if check:
+        managers["ref"] = ReferenceManager(capacity, policy=policy)
+    if with_vllm and policy == "lru":
+        vllm = _vllm_manager(capacity)
+        if vllm is not None:
+            managers["vllm"] = vllm
+    # Prefill to capacity so that eviction happens from the start.
+    filled = 0
+    while filled < capacity:
+        hashes = [os.urandom(32) for _ in range(min(4096, capacity - filled))]
+        for manager in managers.values():
+            out = manager.prepare_store(hashes)
+            manager.complete_store(out.block_hashes_to_store)
+        filled += len(hashes)
+    return managers
+
+
+def run_config(
+    managers: dict[str, Any],
+    capacity: int,
+    batch: int,
+    policy: str,
+    scenario: str,
+    blocks_budget: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Drive one configuration; return timings (ns/block) for each manager."""
+    timers = {name: Timer() for name in managers}
+    work = Workload(capacity, batch, seed)
+
+    def call(op: str, args: Sequence[Any], blocks: int) -> Any:
+        results = {}
+        for name, manager in managers.items():
+            method = getattr(manager, op)
+            results[name] = timers[name].run(op, lambda: method(*args), blocks)
+        if "ref" in results:
+            got, want = _normal(op, results["impl"]), _normal(op, results["ref"])
+            if got != want:
+                raise click.ClickException(f"{op} disagrees with the reference at capacity {capacity}")
+        return results
+
+    loads: list[list[bytes]] = []
+    stores: list[list[bytes]] = []
+    in_flight = 0
+    limit = int(capacity * 0.9) if scenario == "pressure" else 0
+    done = 0
+    while done < blocks_budget:
+        hashes = work.request()
+        hits = call("lookup", (hashes,), len(hashes))["impl"]
+        call("touch", (hashes,), len(hashes))
+        if hits:
+            call("prepare_load", (hashes[:hits],), hits)
+            loads.append(hashes[:hits])
+            in_flight += hits
+        rest = hashes[hits:]
+        if rest:
+            out = call("prepare_store", (rest,), len(rest))["impl"]
+            if out is not None and out.block_hashes_to_store:
+                stores.append(out.block_hashes_to_store)
+                in_flight += len(out.block_hashes_to_store)
+        while in_flight > limit and (loads or stores):
+            if loads:
+                done_load = loads.pop(0)
+                call("complete_load", (done_load,), len(done_load))
+                in_flight -= len(done_load)
+            if stores:
+                done_store = stores.pop(0)
+                call("complete_store", (done_store,), len(done_store))
+                in_flight -= len(done_store)
+        done += len(hashes)
+    for done_load in loads:
+        call("complete_load", (done_load,), len(done_load))
+    for done_store in stores:
+        call("complete_store", (done_store,), len(done_store))
+    memory = managers["impl"].memory_bytes()
+    return {
+        "capacity": capacity,
+        "batch": batch,
+        "policy": policy,
+        "scenario": scenario,
+        "timers": timers,
+        "state_bytes_per_block": memory["state"] / capacity,
+        "checked": "ref" in managers,
+    }
+
+
+def cold_start() -> dict[str, float]:
+    """First import + first call with a warm and with a cold numba cache (subprocesses)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    script = (
+        "import time; t = time.perf_counter();"
+        "from kvoffload.impl import CPUOffloadingManager;"
+        "m = CPUOffloadingManager(8); m.prepare_store([b'x' * 32]); m.lookup([b'x' * 32]);"
+        "print(time.perf_counter() - t)"
+    )
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        for label in ("cold", "warm"):
+            done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise click.ClickException(done.stderr[-2000:])
+            figures[label] = float(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def _plot(results: list[dict[str, Any]], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise click.ClickException(
+            "--plot needs matplotlib: pip install 'kvoffload[plot]' (or matplotlib)"
+        ) from None
+    fig, ax = plt.subplots(figsize=(8, 5))
+    keys = sorted({(r["policy"], r["scenario"], r["batch"]) for r in results})
+    for policy, scenario, batch in keys:
+        rows = sorted(
+            (r for r in results if (r["policy"], r["scenario"], r["batch"]) == (policy, scenario, batch)),
+            key=lambda r: r["capacity"],
+        )
+        ax.plot([r["capacity"] for r in rows], [r["timers"]["impl"].total() for r in rows],
+                marker="o", label=f"impl {policy} {scenario} b={batch}")
+        checked = [r for r in rows if "ref" in r["timers"]]
+        if checked:
+            ax.plot([r["capacity"] for r in checked], [r["timers"]["ref"].total() for r in checked],
+                    linestyle="--", marker="x", label=f"reference {policy} {scenario} b={batch}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("capacity (blocks)")
+    ax.set_ylabel("ns per block (all operations)")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+@click.command(name="manager")
+@click.option("--capacities", default="1e3,1e4,1e5,1e6,1e7", show_default=True,
+              help="Comma-separated capacities in blocks.")
+@click.option("--batch-sizes", default="16,256,4096", show_default=True,
+              help="Comma-separated hashes per request.")
+@click.option("--policies", default="lru,arc", show_default=True)
+@click.option("--scenarios", default="steady,pressure", show_default=True)
+@click.option("--blocks", "blocks_budget", default=60_000, show_default=True,
+              help="Hashes driven through each configuration.")
+@click.option("--check-limit", default=1_000_000, show_default=True,
+              help="Largest capacity at which the reference runs and answers are compared.")
+@click.option("--quick", is_flag=True, help="CI size: small capacities and budget (< 1 min).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
+              help="Also write a PNG plot (needs matplotlib).")
+@click.option("--no-cold-start", is_flag=True, help="Skip the cold/warm start measurement.")
+def command(
+    capacities: str,
+    batch_sizes: str,
+    policies: str,
+    scenarios: str,
+    blocks_budget: int,
+    check_limit: int,
+    quick: bool,
+    seed: int,
+    plot_path: str | None,
+    no_cold_start: bool,
+) -> None:
+    """Production manager vs reference model (vs vLLM where installed): ns per block."""
+    from rich.console import Console
+    from rich.table import Table
+
+    if plot_path:  # fail before the run, not after it
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise click.ClickException(
+                "--plot needs matplotlib: pip install 'kvoffload[plot]' (or matplotlib)"
+            ) from None
+    if quick:
+        capacities, batch_sizes, blocks_budget = "1e3,1e4,1e5", "16,256", min(blocks_budget, 8_000)
+    caps, batches = _ints(capacities), _ints(batch_sizes)
+    policy_list = [p.strip() for p in policies.split(",") if p.strip()]
+    scenario_list = [s.strip() for s in scenarios.split(",") if s.strip()]
+    console = Console(width=max(Console().width, 200))
+    with_vllm = _vllm_manager(16) is not None
+    if not with_vllm:
+        console.print("[dim]vllm.v1.kv_offload not importable: no vLLM column[/dim]")
+
+    # Warm the compiled code before timing anything.
+    from kvoffload.impl import CPUOffloadingManager
+    from kvoffload.spec import BlockHash
+
+    for policy in policy_list:
+        warm = CPUOffloadingManager(8, policy=policy)
+        warm.prepare_store([BlockHash(b"w" * 32)])
+
+    results: list[dict[str, Any]] = []
+    for capacity in caps:
+        for policy in policy_list:
+            managers = build_managers(capacity, policy, capacity <= check_limit, with_vllm)
+            for batch in batches:
+                if batch * 4 > capacity:
+                    continue
+                for scenario in scenario_list:
+                    # Each configuration sees roughly the same number of blocks, at least
+                    # a few requests, and at large capacities enough to leave the caches.
+                    result = run_config(managers, capacity, batch, policy, scenario,
+                                        max(blocks_budget, 8 * batch), seed)
+                    results.append(result)
+                    console.print(f"[dim]done: capacity {capacity:,} {policy} batch {batch} {scenario}[/dim]")
+
+    table = Table(title="kvoffload bench manager — ns per block: production (speed-up vs reference)")
+    for column in ("capacity", "policy", "batch", "scenario", *OPS, "all ops", "reference", "speed-up"):
+        table.add_column(column, justify="right")
+    if with_vllm:
+        table.add_column("vLLM", justify="right")
+        table.add_column("vs vLLM", justify="right")
+    table.add_column("state B/block", justify="right")
+    for r in results:
+        impl, ref, vllm = r["timers"]["impl"], r["timers"].get("ref"), r["timers"].get("vllm")
+        cells = []
+        for op in OPS:
+            value = impl.per_block(op)
+            if ref is not None and impl.ns[op]:
+                cells.append(f"{value:.0f} (×{ref.per_block(op) / value:.0f})")
+            else:
+                cells.append(f"{value:.0f}")
+        row = [f"{r['capacity']:,}", r["policy"], str(r["batch"]), r["scenario"], *cells, f"{impl.total():.0f}"]
+        row += [f"{ref.total():.0f}", f"×{ref.total() / impl.total():.1f}"] if ref else ["—", "—"]
+        if with_vllm:
+            row += [f"{vllm.total():.0f}", f"×{vllm.total() / impl.total():.1f}"] if vllm else ["—", "—"]
+        row.append(f"{r['state_bytes_per_block']:.1f}")
+        table.add_row(*row)
+    console.print(table)
+    console.print("Answers of production and reference agreed on every call where the reference ran.")
+    if not no_cold_start:
+        figures = cold_start()
+        console.print(
+            f"Cold start (first import + first call): cold numba cache {figures['cold']:.2f} s, "
+            f"warm cache {figures['warm']:.2f} s"
+        )
+    if plot_path:
+        _plot(results, plot_path)
+        console.print(f"plot written to {plot_path}")

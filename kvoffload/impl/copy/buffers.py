@@ -1,0 +1,93 @@
+"""The host side of CPU offloading: one host plane per device plane (H3, H4).
+
+Each device plane (a KV tensor, or one K/V half of it) gets a host tensor of
+``num_cpu_blocks · f`` GPU-sized sub-blocks; offloaded block ``b`` is sub-blocks
+``b·f … b·f+f−1`` (H3). Host planes are contiguous, so a run of consecutive sub-blocks
+is one contiguous range (one DMA on CUDA), and pinned when the KV cache lives on CUDA so
+that ``non_blocking`` copies are truly asynchronous (H4). The store and the load handler
+share one ``KVBuffers``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import attrs
+import torch
+
+from .layouts import KVLayout, kv_planes, resolve_layouts
+
+__all__ = ["KVBuffers"]
+
+
+def _positive(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name}={value!r} must be a positive integer")
+    return value
+
+
+@attrs.define(frozen=True)
+class KVBuffers:
+    """Device planes over the KV cache, their host planes, and the block geometry."""
+
+    device_planes: list[torch.Tensor]
+    host_planes: list[torch.Tensor]
+    gpu_block_size: int
+    block_size_factor: int
+    num_gpu_blocks: int
+    num_cpu_blocks: int
+    device: torch.device
+    pinned: bool
+
+    @property
+    def bytes_per_gpu_block(self) -> int:
+        """Bytes one GPU block occupies across every plane (all layers, K and V)."""
+        return sum(p[0].numel() * p.element_size() for p in self.device_planes)
+
+    @classmethod
+    def build(
+        cls,
+        kv_caches: Mapping[str, torch.Tensor],
+        layout: KVLayout | str | Mapping[str, KVLayout | str],
+        gpu_block_size: int,
+        block_size_factor: int,
+        num_cpu_blocks: int,
+        pin_memory: bool | None = None,
+    ) -> KVBuffers:
+        """Validate the geometry, split ``kv_caches`` into planes, allocate host planes.
+
+        Everything is validated before the (possibly huge) host allocation (S4).
+        """
+        _positive("gpu_block_size", gpu_block_size)
+        factor = _positive("block_size_factor", block_size_factor)
+        _positive("num_cpu_blocks", num_cpu_blocks)
+        if not kv_caches:
+            raise ValueError("kv_caches is empty: nothing to offload")
+        layouts = resolve_layouts(kv_caches, layout)
+        planes: list[torch.Tensor] = []
+        for name, tensor in kv_caches.items():
+            planes.extend(kv_planes(tensor, layouts[name], name))
+        devices = {p.device for p in planes}
+        if len(devices) != 1:
+            raise ValueError(f"kv_caches span several devices: {sorted(map(str, devices))}")
+        counts = {p.shape[0] for p in planes}
+        if len(counts) != 1:
+            raise ValueError(f"kv_caches disagree on the number of GPU blocks: {sorted(counts)}")
+        device = devices.pop()
+        pin = device.type == "cuda" if pin_memory is None else pin_memory
+        host_planes = [
+            torch.empty(
+                (num_cpu_blocks * factor, *p.shape[1:]), dtype=p.dtype, device="cpu", pin_memory=pin
+            )
+            for p in planes
+        ]
+        return cls(
+            device_planes=planes,
+            host_planes=host_planes,
+            gpu_block_size=gpu_block_size,
+            block_size_factor=factor,
+            num_gpu_blocks=counts.pop(),
+            num_cpu_blocks=num_cpu_blocks,
+            device=device,
+            pinned=pin,
+        )

@@ -1,0 +1,136 @@
+"""The candidate copy paths, each a plain function over planes (H2, H4).
+
+A *plane* is a block-first view (``layouts.kv_planes``): row ``i`` is GPU block ``i``
+(device plane) or sub-block ``i`` (host plane). Each path copies rows
+``device[gpu[j]] <-> host[sub[j]]`` for every ``j`` and every plane, and touches no
+other row. Which path is fastest depends on block size, batch size and device, so the
+path is a parameter and ``kvoffload bench copy`` measures them side by side:
+
+- ``per_block`` — one ``copy_`` per block and plane. Many small copies; the baseline
+  vLLM started from; on CUDA one ``cudaMemcpyAsync`` each.
+- ``gather`` — one ``index_select`` / ``index_copy_`` kernel per plane on the device
+  into / out of a contiguous device staging buffer, plus one large ``copy_`` per run of
+  consecutive host sub-blocks. The CUDA default: few launches, large DMA transfers.
+- ``index`` — ``index_select`` then ``index_copy_`` on both sides (same device only:
+  the CPU-only configuration).
+- ``runs`` — one ``copy_`` per run where both sides' ids are consecutive: ``per_block``
+  when ids are scattered, one large copy when they are not.
+- ``direct`` — stores ``index_select(out=host run)``, one pass and no staging; loads as
+  ``runs`` (on the CPU ``index_copy_``/``index_put_`` measured 2–5× slower than one
+  ``copy_`` per row). Same device only.
+
+All functions take ``non_blocking``; on CUDA they are called inside the copy stream's
+context, so every kernel and copy they issue is ordered on that stream (H4).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import torch
+
+from .indices import IntArray, pair_runs, runs
+
+__all__ = ["CopyPath", "available_paths", "store_rows", "load_rows"]
+
+
+class CopyPath(str, enum.Enum):
+    """A copy strategy (module docstring)."""
+
+    PER_BLOCK = "per_block"
+    GATHER = "gather"
+    RUNS = "runs"
+    INDEX = "index"
+    DIRECT = "direct"
+
+
+def available_paths(device: torch.device) -> list[CopyPath]:
+    """The paths that can run with device planes on ``device``.
+
+    ``index`` and ``direct`` index the host plane with a tensor op, which needs the
+    device plane on the host too.
+    """
+    if device.type == "cpu":
+        return list(CopyPath)
+    return [CopyPath.GATHER, CopyPath.PER_BLOCK, CopyPath.RUNS]
+
+
+def store_rows(
+    path: CopyPath,
+    device_planes: list[torch.Tensor],
+    host_planes: list[torch.Tensor],
+    gpu_ids: IntArray,
+    gpu_index: torch.Tensor,
+    sub_ids: IntArray,
+    non_blocking: bool,
+) -> None:
+    """Copy ``device[gpu_ids[j]] -> host[sub_ids[j]]`` for every plane.
+
+    ``gpu_index`` is ``gpu_ids`` as an int64 tensor on the device planes' device.
+    """
+    if path is CopyPath.PER_BLOCK:
+        pairs = list(zip(gpu_ids.tolist(), sub_ids.tolist()))
+        for dev, host in zip(device_planes, host_planes):
+            for g, s in pairs:
+                host[s].copy_(dev[g], non_blocking=non_blocking)
+    elif path is CopyPath.RUNS:
+        spans = pair_runs(gpu_ids, sub_ids)
+        for dev, host in zip(device_planes, host_planes):
+            for g, s, n in spans:
+                host[s : s + n].copy_(dev[g : g + n], non_blocking=non_blocking)
+    elif path is CopyPath.GATHER:
+        host_runs = runs(sub_ids)
+        for dev, host in zip(device_planes, host_planes):
+            # Allocated on the current (copy) stream: the caching allocator reuses it
+            # only for later work of that stream, so dropping it here is safe.
+            staging = dev.index_select(0, gpu_index)
+            for pos, first, n in host_runs:
+                host[first : first + n].copy_(staging[pos : pos + n], non_blocking=non_blocking)
+    elif path is CopyPath.INDEX:
+        sub_index = torch.from_numpy(sub_ids)
+        for dev, host in zip(device_planes, host_planes):
+            host.index_copy_(0, sub_index, dev.index_select(0, gpu_index))
+    elif path is CopyPath.DIRECT:
+        host_runs = runs(sub_ids)
+        for dev, host in zip(device_planes, host_planes):
+            for pos, first, n in host_runs:
+                torch.index_select(dev, 0, gpu_index[pos : pos + n], out=host[first : first + n])
+    else:  # pragma: no cover - enum is closed
+        raise ValueError(f"unknown copy path {path!r}")
+
+
+def load_rows(
+    path: CopyPath,
+    host_planes: list[torch.Tensor],
+    device_planes: list[torch.Tensor],
+    sub_ids: IntArray,
+    gpu_ids: IntArray,
+    gpu_index: torch.Tensor,
+    non_blocking: bool,
+) -> None:
+    """Copy ``host[sub_ids[j]] -> device[gpu_ids[j]]`` for every plane."""
+    if path is CopyPath.PER_BLOCK:
+        pairs = list(zip(sub_ids.tolist(), gpu_ids.tolist()))
+        for host, dev in zip(host_planes, device_planes):
+            for s, g in pairs:
+                dev[g].copy_(host[s], non_blocking=non_blocking)
+    elif path is CopyPath.RUNS or path is CopyPath.DIRECT:
+        spans = pair_runs(sub_ids, gpu_ids)
+        for host, dev in zip(host_planes, device_planes):
+            for s, g, n in spans:
+                dev[g : g + n].copy_(host[s : s + n], non_blocking=non_blocking)
+    elif path is CopyPath.GATHER:
+        host_runs = runs(sub_ids)
+        for host, dev in zip(host_planes, device_planes):
+            staging = torch.empty(
+                (len(sub_ids), *dev.shape[1:]), dtype=dev.dtype, device=dev.device
+            )
+            for pos, first, n in host_runs:
+                staging[pos : pos + n].copy_(host[first : first + n], non_blocking=non_blocking)
+            dev.index_copy_(0, gpu_index, staging)
+    elif path is CopyPath.INDEX:
+        sub_index = torch.from_numpy(sub_ids)
+        for host, dev in zip(host_planes, device_planes):
+            dev.index_copy_(0, gpu_index, host.index_select(0, sub_index))
+    else:  # pragma: no cover - enum is closed
+        raise ValueError(f"unknown copy path {path!r}")
