@@ -160,7 +160,7 @@ def run_property(data, device, paths):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
-def test_handlers_match_reference(data):
+def test_H3_handlers_match_plain_indexing_reference(data):
     run_property(data, "cpu", [p.value for p in available_paths(torch.device("cpu"))])
 
 
@@ -207,7 +207,7 @@ BAD = {
 
 
 @pytest.mark.parametrize("kind", sorted(BAD))
-def test_refusals_move_nothing(setup, kind):
+def test_H1_refusals_move_nothing(setup, kind):
     kv, store, load = setup
     direction, job_id, spec = BAD[kind]
     handler = store if direction == "store" else load
@@ -223,7 +223,7 @@ def test_refusals_move_nothing(setup, kind):
     assert store.get_finished() == [] and load.get_finished() == []
 
 
-def test_job_id_in_flight_is_refused(setup):
+def test_H1_job_id_in_flight_is_refused(setup):
     kv, store, load = setup
     assert store.transfer_async(1, (GPULoadStoreSpec([0, 1]), CPULoadStoreSpec([0])))
     before_kv, before_host = snapshot(kv, store)
@@ -236,7 +236,7 @@ def test_job_id_in_flight_is_refused(setup):
     assert store.get_finished() == [(1, True)]
 
 
-def test_order_exactly_once_and_wait(setup):
+def test_H2_order_exactly_once_and_wait(setup):
     kv, store, load = setup
     for jid in (5, 3, 9):
         assert load.transfer_async(jid, (CPULoadStoreSpec([jid % 4]), GPULoadStoreSpec([jid % 8, 7 - jid % 8])))
@@ -247,7 +247,7 @@ def test_order_exactly_once_and_wait(setup):
     load.wait({5})  # already reported: returns at once
 
 
-def test_partial_load_skips_prefix(setup):
+def test_H3_partial_load_skips_prefix(setup):
     kv, store, load = setup
     before = {n: t.clone() for n, t in kv.items()}
     # Offloaded blocks 1 and 2 hold GPU blocks 2,3 and 4,5 (f = 2); a load into 3 GPU
@@ -259,7 +259,7 @@ def test_partial_load_skips_prefix(setup):
             assert torch.equal(kv[n][:, dst].view(torch.int16), before[n][:, src].view(torch.int16))
 
 
-def test_failed_copy_is_reported_false(setup, monkeypatch):
+def test_H2_failed_copy_is_reported_false(setup, monkeypatch):
     import kvoffload.impl.copy.handlers as handlers
 
     kv, store, load = setup
@@ -284,7 +284,7 @@ def test_empty_jobs_complete(setup):
 
 
 @pytest.mark.parametrize("path", [p.value for p in CopyPath])
-def test_every_path_handles_cross_layer_views(path):
+def test_H4_every_cpu_path_handles_cross_layer_views(path):
     gen = torch.Generator().manual_seed(1)
     kv = make_kv("layers_kv_blocks", torch.bfloat16, 6, (3, 2), 1, 3, gen)
     ref = {n: t.clone() for n, t in kv.items()}

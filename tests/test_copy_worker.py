@@ -38,7 +38,7 @@ def test_routes_by_medium_pair(worker):
     assert torch.equal(kv["a"][:, 4], before[:, 3]) and torch.equal(kv["a"][:, 5], before[:, 2])
 
 
-def test_errors_become_false_and_are_logged(worker, caplog):
+def test_H1_worker_turns_errors_into_false_and_logs(worker, caplog):
     kv, w, store, load = worker
     caplog.set_level(logging.WARNING)
     bad = [

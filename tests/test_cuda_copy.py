@@ -55,7 +55,7 @@ def test_cuda_handlers_conform(path):
     assert result.ok, result.format()
 
 
-def test_pinned_buffers_and_own_streams():
+def test_H4_pinned_buffers_and_own_streams():
     kv = {"a": torch.zeros(2, 4, 16, 8, 128, dtype=torch.bfloat16, device="cuda")}
     store, load = build_cpu_handlers(kv, "kv_blocks", 16, 1, 4)
     assert all(h.is_pinned() for h in store.buffers.host_planes)
@@ -65,7 +65,7 @@ def test_pinned_buffers_and_own_streams():
 
 
 @pytest.mark.parametrize("path", CUDA_PATHS)
-def test_store_waits_for_compute(path):
+def test_H4_store_waits_for_compute(path):
     """H4: data written by queued compute is what the store copies."""
     kv = {"a": torch.zeros(2, 8, 16, 8, 128, dtype=torch.bfloat16, device="cuda")}
     store, load = build_cpu_handlers(kv, "kv_blocks", 16, 1, 4, path=path)
