@@ -43,6 +43,7 @@ SCRIPT = textwrap.dedent(
                                         fingerprint=fingerprint)
             ref = ReferenceManager(5, policy=policy, enable_events=True)
             for step in range(600):
+                impl.direct = step % 3 != 0  # both front ends (list reader, packed buffer)
                 op = rng.choice(["lookup", "touch", "prepare_store", "prepare_load",
                                  "complete_load", "complete_store", "complete_store_fail"])
                 batch = rng.sample(pool, rng.randint(0, 6))

@@ -69,11 +69,14 @@ class Lockstep(RuleBasedStateMachine):
         capacity=st.integers(1, 6),
         policy=st.sampled_from(["lru", "arc"]),
         fingerprint=st.sampled_from(FINGERPRINTS),
+        direct=st.booleans(),
     )
-    def setup(self, capacity: int, policy: str, fingerprint: str) -> None:
+    def setup(self, capacity: int, policy: str, fingerprint: str, direct: bool) -> None:
         self.impl = CPUOffloadingManager(
             num_blocks=capacity, policy=policy, enable_events=True, fingerprint=fingerprint
         )
+        # Both front ends: the compiled reader of the list, and the Python-packed path.
+        self.impl.direct = direct and CPUOffloadingManager.direct
         self.ref = ReferenceManager(capacity, policy=policy, enable_events=True)
 
     def both(self, method: str, hashes: list[bytes], *args: Any) -> Any:

@@ -1,26 +1,28 @@
 """The compiled core of :class:`kvoffload.impl.CPUOffloadingManager` (numba, nopython).
 
-One entry point, :func:`run_op`, serves every manager call, so a cold start compiles
-one function (and its helpers) and a warm start loads one cache entry.
+One small entry point per manager operation (``lookup``, ``prepare_load``, …), each
+``@njit(cache=True)`` and always called with one type signature, sharing the helpers of
+``_table`` (hash table), ``_heap`` (eviction heaps, ghost lists) and ``_batch`` (reading
+the batch). A cold start compiles only the entry points it calls.
 
-State (all numpy arrays, created by :func:`new_state`; ``C`` = capacity, ``N`` = nodes):
+State: ``table`` (uint64 slots, see ``_table``), ``keys`` (uint64 rows ``[length, words…]``)
+and three arenas, sliced into views by :func:`_split` (``C`` = capacity, ``G`` = ghost
+nodes = ``2C`` for ARC, 0 for LRU, ``N = C + G`` nodes):
 
-* nodes ``0 … C-1`` are blocks (node id == block id); for ARC, nodes ``C … 3C-1`` are
-  ghost entries of B1/B2 (a ghost list never holds more than ``C``, A5).
-* ``table`` — open addressing, linear probing, backward-shift deletion (no tombstones).
-  A slot is ``tag << 32 | (node + 1)`` (0 = empty), where ``tag`` folds the 64-bit
-  fingerprint of the hash to 32 bits; the home bucket is derived from the tag alone so
-  that deletion can move entries without touching the nodes. A tag match is only a
-  candidate: the full hash (length + every byte, ``keys``) is always compared (I8).
-* ``keys[node] = [length, word0, word1, …]`` — the full hash, zero padded, as uint64.
-* ``lst[node]`` — 0 free, 1 LRU / T1, 2 T2, 3 B1, 4 B2.
-* ``ref``, ``ts`` (monotonic recency stamp), ``hpos`` per block.
-* Eviction candidates (present, ready, ``ref_cnt == 0``) live in a 4-ary min-heap keyed
-  by ``ts``: one for LRU, one per list for ARC (T1 and T2 share one array, T2's heap
-  grows from the far end). Pending and in-use blocks are not in a heap, so a victim is
-  found without walking past them, and a block that becomes evictable again re-enters
-  at the position its ``ts`` gives it. Every touch/insert/remove/victim is O(log C).
-* B1/B2 are intrusive doubly-linked lists over the ghost nodes (``gprev``/``gnext``).
+* ``a64`` (int64): ``meta`` (``_layout``) | ``ts[C]`` recency stamps | ``hts[C]`` heap keys
+* ``a32`` (int32): ``ref[C]`` | ``hpos[C]`` | ``hnode[C]`` | ``free[C]`` (stack) |
+  ``gprev[G]`` | ``gnext[G]`` | ``gfree[G]``
+* ``a8`` (int8): ``lst[N]`` (0 free, 1 LRU/T1, 2 T2, 3 B1, 4 B2) | ``prot[C]``
+* ``pf`` (float64[1]): ARC's target ``p``.
+
+Per call: ``q`` (uint64 rows, the batch's words) and ``io`` (int64): ``info[8]`` |
+``lens[B]`` | ``out_a[B]`` | ``out_b[B]`` | ``out_c[B]`` for batches of up to ``B`` hashes.
+With ``addr != 0`` the entry point first reads the caller's list at ``addr`` into
+``q``/``lens`` (``_batch.gather``); with ``addr == 0`` the caller packed them.
+
+Nodes ``0 … C-1`` are blocks (node id == block id); ghosts are nodes ``C … N-1``.
+Every operation checks what it needs before it changes anything and returns a negative
+code (details in ``info``) after changing nothing.
 """
 
 from __future__ import annotations
@@ -28,302 +30,101 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-# meta slots
-CLOCK = 0
-NFREE = 1
-HS0 = 2  # heap sizes: HS0 + heap id
-N1 = 4  # |LRU| or |T1| (N1 + 1 = |T2|), pending and in-use included
-HEAD0 = 6  # ghost list g: head (LRU end) 6 + 3g, tail (MRU end) 7 + 3g, size 8 + 3g
-NGFREE = 12
-CAP = 13
-ARC = 14
-SHIFT = 15
-META_SIZE = 16
+from ._batch import GATHER_BAD, GATHER_WIDE, gather, pack
+from ._heap import (
+    _g_append,
+    _g_unlink,
+    _heap_increased,
+    _heap_push,
+    _heap_remove,
+    _hp,
+)
+from ._layout import (
+    ARC,
+    BYTES_TYPE,
+    CAP,
+    CLOCK,
+    FPMASK,
+    HEAD0,
+    HS0,
+    META_SIZE,
+    N1,
+    NFREE,
+    NGFREE,
+    NODES,
+    SHIFT,
+)
+from ._table import _P1, _U32, _find, _fingerprint, _node_tag, _slot_of, _table_delete, _tag
 
-# op codes
-OP_LOOKUP = 0
-OP_PREPARE_LOAD = 1
-OP_COMPLETE_LOAD = 2
-OP_TOUCH = 3
-OP_PREPARE_STORE = 4
-OP_STORE_OK = 5
-OP_STORE_FAIL = 6
-OP_PACK_CHECK = 7
+__all__ = [
+    "GATHER_BAD",
+    "GATHER_WIDE",
+    "KEYS_NARROW",
+    "IO_INFO",
+    "complete_load",
+    "lookup",
+    "pack",
+    "prepare_load",
+    "prepare_store",
+    "store_fail",
+    "store_ok",
+    "table_size",
+    "touch",
+]
 
-_P1 = np.uint64(0x9E3779B97F4A7C15)
-_P2 = np.uint64(0xBF58476D1CE4E5B9)
-_P3 = np.uint64(0x94D049BB133111EB)
-_LO32 = np.uint64(0xFFFFFFFF)
-_U32 = np.uint64(32)
+KEYS_NARROW = -102  # prepare_store: a hash is longer than ``keys`` rows hold (info[0]: words)
+IO_INFO = 8  # io[:IO_INFO] is ``info``
 
 
-# --------------------------------------------------------------------------- hashing
+# --------------------------------------------------------------------------- plumbing
 @njit(cache=True)
-def _pack(buf, lens):  # type: ignore[no-untyped-def]
-    """The batch as a zero-padded uint64 matrix, one row per hash (words only)."""
-    n = lens.shape[0]
-    maxlen = 0
+def _split(a64, a32, a8):  # type: ignore[no-untyped-def]
+    meta = a64[:META_SIZE]
+    cap = meta[CAP]
+    nodes = meta[NODES]
+    g = nodes - cap
+    ts = a64[META_SIZE : META_SIZE + cap]
+    hts = a64[META_SIZE + cap : META_SIZE + 2 * cap]
+    ref = a32[0:cap]
+    hpos = a32[cap : 2 * cap]
+    hnode = a32[2 * cap : 3 * cap]
+    free = a32[3 * cap : 4 * cap]
+    gprev = a32[4 * cap : 4 * cap + g]
+    gnext = a32[4 * cap + g : 4 * cap + 2 * g]
+    gfree = a32[4 * cap + 2 * g : 4 * cap + 3 * g]
+    lst = a8[:nodes]
+    prot = a8[nodes : nodes + cap]
+    return meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot
+
+
+@njit(cache=True)
+def _io(io):  # type: ignore[no-untyped-def]
+    b = (io.shape[0] - IO_INFO) // 4
+    o = IO_INFO
+    return io[:IO_INFO], io[o : o + b], io[o + b : o + 2 * b], io[o + 2 * b : o + 3 * b], io[o + 3 * b : o + 4 * b]
+
+
+@njit(cache=True)
+def _load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
+    """Widest row in words (>= 1), or a GATHER_ code; reads the list at ``addr`` if non-zero."""
+    if n > lens.shape[0] or n > q.shape[0] or n <= 0:
+        return GATHER_WIDE
+    if addr != 0:
+        return gather(addr, n, q, lens, meta[BYTES_TYPE])
+    widest = 0
     for i in range(n):
-        if lens[i] > maxlen:
-            maxlen = lens[i]
-    qw = (maxlen + 7) // 8
-    if qw == 0:
-        qw = 1
-    q = np.zeros((n, qw), np.uint64)
-    off = 0
-    for i in range(n):
-        length = lens[i]
-        full = length // 8
-        for j in range(full):
-            b = off + 8 * j
-            q[i, j] = (
-                np.uint64(buf[b])
-                | (np.uint64(buf[b + 1]) << np.uint64(8))
-                | (np.uint64(buf[b + 2]) << np.uint64(16))
-                | (np.uint64(buf[b + 3]) << np.uint64(24))
-                | (np.uint64(buf[b + 4]) << np.uint64(32))
-                | (np.uint64(buf[b + 5]) << np.uint64(40))
-                | (np.uint64(buf[b + 6]) << np.uint64(48))
-                | (np.uint64(buf[b + 7]) << np.uint64(56))
-            )
-        rest = length - 8 * full
-        if rest:
-            w = np.uint64(0)
-            b = off + 8 * full
-            for k in range(rest):
-                w |= np.uint64(buf[b + k]) << np.uint64(8 * k)
-            q[i, full] = w
-        off += length
-    return q
+        if lens[i] <= 0:
+            return GATHER_BAD
+        nw = (lens[i] + 7) // 8
+        if nw > q.shape[1]:
+            return GATHER_WIDE
+        if nw > widest:
+            widest = nw
+    return widest
 
 
 @njit(cache=True)
-def _fingerprint(words, row, col0, length, mask):  # type: ignore[no-untyped-def]
-    """64-bit fingerprint of one hash (``words[row, col0:]``, ``length`` bytes)."""
-    acc = np.uint64(length) * _P1
-    nw = (length + 7) // 8
-    for j in range(nw):
-        m = (words[row, col0 + j] + np.uint64(j + 1) * _P3) * _P2
-        acc ^= m ^ (m >> _U32)
-    acc ^= acc >> np.uint64(30)
-    acc *= _P2
-    acc ^= acc >> np.uint64(27)
-    acc *= _P3
-    acc ^= acc >> np.uint64(31)
-    return acc & mask
-
-
-@njit(cache=True)
-def _tag(fp):  # type: ignore[no-untyped-def]
-    return ((fp >> _U32) ^ fp) & _LO32
-
-
-@njit(cache=True)
-def _home(tag, shift, tmask):  # type: ignore[no-untyped-def]
-    return np.int64(((tag * _P1) >> shift) & tmask)
-
-
-@njit(cache=True)
-def _same_key(keys, nd, q, i, length):  # type: ignore[no-untyped-def]
-    """Full comparison of stored hash ``nd`` and batch hash ``i`` (I8)."""
-    if keys[nd, 0] != np.uint64(length):
-        return False
-    for j in range((length + 7) // 8):
-        if keys[nd, 1 + j] != q[i, j]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _find(table, keys, shift, q, i, length, tag):  # type: ignore[no-untyped-def]
-    """(slot, node) of batch hash ``i``; node -1 and the empty slot ending the probe if absent."""
-    m = table.shape[0] - 1
-    s = _home(tag, shift, np.uint64(m))
-    while True:
-        v = table[s]
-        if v == 0:
-            return s, -1
-        if (v >> _U32) == tag:
-            nd = np.int64(v & _LO32) - 1
-            if _same_key(keys, nd, q, i, length):
-                return s, nd
-        s = (s + 1) & m
-
-
-@njit(cache=True)
-def _node_tag(keys, nd, mask):  # type: ignore[no-untyped-def]
-    length = np.int64(keys[nd, 0])
-    return _tag(_fingerprint(keys, nd, 1, length, mask))
-
-
-@njit(cache=True)
-def _slot_of(table, shift, tag, nd):  # type: ignore[no-untyped-def]
-    m = table.shape[0] - 1
-    s = _home(tag, shift, np.uint64(m))
-    want = np.uint64(nd + 1)
-    while (table[s] & _LO32) != want:
-        s = (s + 1) & m
-    return s
-
-
-@njit(cache=True)
-def _table_delete(table, shift, s):  # type: ignore[no-untyped-def]
-    """Remove slot ``s``, shifting later entries of its cluster back (no tombstones)."""
-    m = table.shape[0] - 1
-    tm = np.uint64(m)
-    i = s
-    j = s
-    while True:
-        j = (j + 1) & m
-        v = table[j]
-        if v == 0:
-            break
-        k = _home(v >> _U32, shift, tm)
-        if i <= j:
-            if i < k and k <= j:
-                continue
-        elif i < k or k <= j:
-            continue
-        table[i] = v
-        i = j
-    table[i] = 0
-
-
-# --------------------------------------------------------------------------- heaps
-@njit(cache=True)
-def _hp(h, i, cap):  # type: ignore[no-untyped-def]
-    return i if h == 0 else cap - 1 - i
-
-
-@njit(cache=True)
-def _sift_up(hts, hnode, hpos, h, i, cap, t, nd):  # type: ignore[no-untyped-def]
-    while i > 0:
-        par = (i - 1) >> 2
-        pp = _hp(h, par, cap)
-        if hts[pp] <= t:
-            break
-        p = _hp(h, i, cap)
-        hts[p] = hts[pp]
-        hnode[p] = hnode[pp]
-        hpos[hnode[pp]] = i
-        i = par
-    p = _hp(h, i, cap)
-    hts[p] = t
-    hnode[p] = nd
-    hpos[nd] = i
-
-
-@njit(cache=True)
-def _sift_down(hts, hnode, hpos, h, i, size, cap, t, nd):  # type: ignore[no-untyped-def]
-    while True:
-        c = 4 * i + 1
-        if c >= size:
-            break
-        best = c
-        bp = _hp(h, c, cap)
-        bt = hts[bp]
-        end = min(c + 4, size)
-        for k in range(c + 1, end):
-            kp = _hp(h, k, cap)
-            if hts[kp] < bt:
-                best = k
-                bp = kp
-                bt = hts[kp]
-        if bt >= t:
-            break
-        p = _hp(h, i, cap)
-        hts[p] = bt
-        hnode[p] = hnode[bp]
-        hpos[hnode[bp]] = i
-        i = best
-    p = _hp(h, i, cap)
-    hts[p] = t
-    hnode[p] = nd
-    hpos[nd] = i
-
-
-@njit(cache=True)
-def _heap_push(hts, hnode, hpos, ts, meta, h, nd):  # type: ignore[no-untyped-def]
-    cap = meta[CAP]
-    size = meta[HS0 + h]
-    meta[HS0 + h] = size + 1
-    _sift_up(hts, hnode, hpos, h, size, cap, ts[nd], nd)
-
-
-@njit(cache=True)
-def _heap_remove(hts, hnode, hpos, meta, h, nd):  # type: ignore[no-untyped-def]
-    cap = meta[CAP]
-    i = np.int64(hpos[nd])
-    size = meta[HS0 + h] - 1
-    meta[HS0 + h] = size
-    hpos[nd] = -1
-    if i == size:
-        return
-    lp = _hp(h, size, cap)
-    t = hts[lp]
-    x = hnode[lp]
-    if i > 0 and hts[_hp(h, (i - 1) >> 2, cap)] > t:
-        _sift_up(hts, hnode, hpos, h, i, cap, t, x)
-    else:
-        _sift_down(hts, hnode, hpos, h, i, size, cap, t, x)
-
-
-@njit(cache=True)
-def _heap_increased(hts, hnode, hpos, ts, meta, h, nd):  # type: ignore[no-untyped-def]
-    """``ts[nd]`` grew: move ``nd`` down to its place."""
-    _sift_down(hts, hnode, hpos, h, np.int64(hpos[nd]), meta[HS0 + h], meta[CAP], ts[nd], nd)
-
-
-# --------------------------------------------------------------------------- ghosts
-@njit(cache=True)
-def _g_unlink(gprev, gnext, meta, g, nd):  # type: ignore[no-untyped-def]
-    cap = meta[CAP]
-    x = nd - cap
-    p = gprev[x]
-    nx = gnext[x]
-    if p >= 0:
-        gnext[p - cap] = nx
-    else:
-        meta[HEAD0 + 3 * g] = nx
-    if nx >= 0:
-        gprev[nx - cap] = p
-    else:
-        meta[HEAD0 + 3 * g + 1] = p
-    meta[HEAD0 + 3 * g + 2] -= 1
-
-
-@njit(cache=True)
-def _g_append(gprev, gnext, meta, g, nd):  # type: ignore[no-untyped-def]
-    cap = meta[CAP]
-    x = nd - cap
-    tail = meta[HEAD0 + 3 * g + 1]
-    gprev[x] = tail
-    gnext[x] = -1
-    if tail >= 0:
-        gnext[tail - cap] = nd
-    else:
-        meta[HEAD0 + 3 * g] = nd
-    meta[HEAD0 + 3 * g + 1] = nd
-    meta[HEAD0 + 3 * g + 2] += 1
-
-
-@njit(cache=True)
-def _g_drop(st, nd, slot):  # type: ignore[no-untyped-def]
-    """Forget ghost ``nd`` (at table slot ``slot``, or -1 to find it)."""
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
-    _g_unlink(gprev, gnext, meta, lst[nd] - 3, nd)
-    if slot < 0:
-        slot = _slot_of(table, np.uint64(meta[SHIFT]), _node_tag(keys, nd, fpm[0]), nd)
-    _table_delete(table, np.uint64(meta[SHIFT]), slot)
-    lst[nd] = 0
-    gfree[meta[NGFREE]] = nd
-    meta[NGFREE] += 1
-
-
-# --------------------------------------------------------------------------- operations
-@njit(cache=True)
-def _tags(q, lens, mask):  # type: ignore[no-untyped-def]
-    n = lens.shape[0]
+def _tags(q, lens, n, mask):  # type: ignore[no-untyped-def]
     tags = np.empty(n, np.uint64)
     for i in range(n):
         tags[i] = _tag(_fingerprint(q, i, 0, lens[i], mask))
@@ -331,22 +132,8 @@ def _tags(q, lens, mask):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _lookup(st, q, lens, tags):  # type: ignore[no-untyped-def]
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
+def _find_all(table, keys, meta, lst, q, lens, n, tags):  # type: ignore[no-untyped-def]
     shift = np.uint64(meta[SHIFT])
-    n = lens.shape[0]
-    for i in range(n):
-        s, nd = _find(table, keys, shift, q, i, lens[i], tags[i])
-        if nd < 0 or lst[nd] > 2 or ref[nd] < 0:
-            return i
-    return n
-
-
-@njit(cache=True)
-def _find_all(st, q, lens, tags):  # type: ignore[no-untyped-def]
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
-    shift = np.uint64(meta[SHIFT])
-    n = lens.shape[0]
     nodes = np.empty(n, np.int64)
     for i in range(n):
         s, nd = _find(table, keys, shift, q, i, lens[i], tags[i])
@@ -355,9 +142,46 @@ def _find_all(st, q, lens, tags):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _prepare_load(st, nodes, out_ids, info):  # type: ignore[no-untyped-def]
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
-    n = nodes.shape[0]
+def _g_drop(table, keys, meta, lst, gprev, gnext, gfree, nd, slot):  # type: ignore[no-untyped-def]
+    """Forget ghost ``nd`` (at table slot ``slot``, or -1 to find it)."""
+    _g_unlink(gprev, gnext, meta, lst[nd] - 3, nd)
+    shift = np.uint64(meta[SHIFT])
+    if slot < 0:
+        slot = _slot_of(table, shift, _node_tag(keys, nd, np.uint64(meta[FPMASK])), nd)
+    _table_delete(table, shift, slot)
+    lst[nd] = 0
+    gfree[meta[NGFREE]] = nd
+    meta[NGFREE] += 1
+
+
+# --------------------------------------------------------------------------- operations
+@njit(cache=True)
+def lookup(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """M1: the number of leading hashes that are present and ready."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = _io(io)
+    w = _load(addr, n, q, lens, meta)
+    if w < 0:
+        return w
+    shift = np.uint64(meta[SHIFT])
+    mask = np.uint64(meta[FPMASK])
+    for i in range(n):
+        tag = _tag(_fingerprint(q, i, 0, lens[i], mask))
+        s, nd = _find(table, keys, shift, q, i, lens[i], tag)
+        if nd < 0 or lst[nd] > 2 or ref[nd] < 0:
+            return i
+    return n
+
+
+@njit(cache=True)
+def prepare_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """M2: block ids in ``out_a``; -1 (info: index, 1 if pending) and no change on a miss."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = _io(io)
+    w = _load(addr, n, q, lens, meta)
+    if w < 0:
+        return w
+    nodes = _find_all(table, keys, meta, lst, q, lens, n, _tags(q, lens, n, np.uint64(meta[FPMASK])))
     for i in range(n):
         nd = nodes[i]
         if nd < 0 or lst[nd] > 2:
@@ -373,14 +197,19 @@ def _prepare_load(st, nodes, out_ids, info):  # type: ignore[no-untyped-def]
         if ref[nd] == 0:
             _heap_remove(hts, hnode, hpos, meta, lst[nd] - 1, nd)
         ref[nd] += 1
-        out_ids[i] = nd
+        out_a[i] = nd
     return n
 
 
 @njit(cache=True)
-def _complete_load(st, nodes, info):  # type: ignore[no-untyped-def]
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
-    n = nodes.shape[0]
+def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """M3: -1 (info: index, kind, outstanding loads) and no change if not covered."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = _io(io)
+    w = _load(addr, n, q, lens, meta)
+    if w < 0:
+        return w
+    nodes = _find_all(table, keys, meta, lst, q, lens, n, _tags(q, lens, n, np.uint64(meta[FPMASK])))
     for i in range(n):
         nd = nodes[i]
         if nd >= 0 and lst[nd] <= 2:
@@ -415,11 +244,17 @@ def _complete_load(st, nodes, info):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _touch(st, nodes):  # type: ignore[no-untyped-def]
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
+def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """M4, P4, L2, A3: last hash first."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = _io(io)
+    w = _load(addr, n, q, lens, meta)
+    if w < 0:
+        return w
+    nodes = _find_all(table, keys, meta, lst, q, lens, n, _tags(q, lens, n, np.uint64(meta[FPMASK])))
     arc = meta[ARC] != 0
     cap = meta[CAP]
-    for i in range(nodes.shape[0] - 1, -1, -1):  # P4: last to first
+    for i in range(n - 1, -1, -1):  # P4: last to first
         nd = nodes[i]
         if nd < 0:
             continue
@@ -456,6 +291,7 @@ def _touch(st, nodes):  # type: ignore[no-untyped-def]
             pf[0] = max(pf[0] - max(1.0, b1 / b2), 0.0)
             _g_unlink(gprev, gnext, meta, 1, nd)
             _g_append(gprev, gnext, meta, 1, nd)
+    return 0
 
 
 @njit(cache=True)
@@ -473,12 +309,13 @@ def _next_eligible(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[n
 
 
 @njit(cache=True)
-def _evict(st, nodes, n, out_vic):  # type: ignore[no-untyped-def]
+def _evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no-untyped-def]
     """Choose and apply ``n`` victims (P5, L3, A4, A5); -1 and no change if impossible."""
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
     cap = meta[CAP]
     arc = meta[ARC] != 0
     shift = np.uint64(meta[SHIFT])
+    mask = np.uint64(meta[FPMASK])
     nprot = 0
     for i in range(nodes.shape[0]):
         nd = nodes[i]
@@ -527,13 +364,13 @@ def _evict(st, nodes, n, out_vic):  # type: ignore[no-untyped-def]
     kw = keys.shape[1]
     for k in range(n):
         nd = out_vic[k]
-        tag = _node_tag(keys, nd, fpm[0])
+        tag = _node_tag(keys, nd, mask)
         s = _slot_of(table, shift, tag, nd)
         g = 0 if from_t1[k] else 1
         meta[N1 + g] -= 1
         if arc:
             if meta[HEAD0 + 3 * g + 2] >= cap:
-                _g_drop(st, meta[HEAD0 + 3 * g], -1)
+                _g_drop(table, keys, meta, lst, gprev, gnext, gfree, meta[HEAD0 + 3 * g], -1)
                 s = _slot_of(table, shift, tag, nd)  # the drop may have shifted our slot
             meta[NGFREE] -= 1
             gn = gfree[meta[NGFREE]]
@@ -552,10 +389,20 @@ def _evict(st, nodes, n, out_vic):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _prepare_store(st, q, lens, tags, nodes, out_idx, out_ids, out_vic, info):  # type: ignore[no-untyped-def]
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
-    n = lens.shape[0]
+def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """M5: count stored; batch indices in ``out_a``, block ids in ``out_b``, victims in
+    ``out_c`` (info[0]: victim count); -1 (refused), ``KEYS_NARROW``: no change."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    info, lens, out_idx, out_ids, out_vic = _io(io)
+    w = _load(addr, n, q, lens, meta)
+    if w < 0:
+        return w
+    if w + 1 > keys.shape[1]:
+        info[0] = w
+        return KEYS_NARROW
     shift = np.uint64(meta[SHIFT])
+    tags = _tags(q, lens, n, np.uint64(meta[FPMASK]))
+    nodes = _find_all(table, keys, meta, lst, q, lens, n, tags)
     # M5.1: absent hashes, first occurrence, no duplicates (a batch-local probe set).
     size = 8
     while size < 2 * n:
@@ -578,8 +425,8 @@ def _prepare_store(st, q, lens, tags, nodes, out_idx, out_ids, out_vic, info):  
             j = v - 1
             if tags[j] == tags[i] and lens[j] == lens[i]:
                 same = True
-                for w in range((lens[i] + 7) // 8):
-                    if q[i, w] != q[j, w]:
+                for x in range((lens[i] + 7) // 8):
+                    if q[i, x] != q[j, x]:
                         same = False
                         break
                 if same:
@@ -591,7 +438,7 @@ def _prepare_store(st, q, lens, tags, nodes, out_idx, out_ids, out_vic, info):  
     need = m - meta[NFREE]
     nv = 0
     if need > 0:
-        nv = _evict(st, nodes, need, out_vic)
+        nv = _evict(table, keys, a64, a32, a8, pf, nodes, need, out_vic)
         if nv < 0:
             return -1
     kw = keys.shape[1]
@@ -601,7 +448,7 @@ def _prepare_store(st, q, lens, tags, nodes, out_idx, out_ids, out_vic, info):  
         if nodes[i] >= 0:  # a ghost at lookup time (A1: forget it), unless trimmed since
             s, g = _find(table, keys, shift, q, i, length, tags[i])
             if g >= 0:
-                _g_drop(st, g, s)
+                _g_drop(table, keys, meta, lst, gprev, gnext, gfree, g, s)
         meta[NFREE] -= 1
         b = free[meta[NFREE]]
         keys[b, 0] = np.uint64(length)
@@ -624,26 +471,41 @@ def _prepare_store(st, q, lens, tags, nodes, out_idx, out_ids, out_vic, info):  
 
 
 @njit(cache=True)
-def _store_ok(st, nodes, out_idx):  # type: ignore[no-untyped-def]
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
+def store_ok(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """M6: pending -> ready; count, and the batch indices that became ready in ``out_a``."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = _io(io)
+    w = _load(addr, n, q, lens, meta)
+    if w < 0:
+        return w
+    shift = np.uint64(meta[SHIFT])
+    mask = np.uint64(meta[FPMASK])
     m = 0
-    for i in range(nodes.shape[0]):
-        nd = nodes[i]
+    for i in range(n):
+        tag = _tag(_fingerprint(q, i, 0, lens[i], mask))
+        s, nd = _find(table, keys, shift, q, i, lens[i], tag)
         if nd >= 0 and lst[nd] <= 2 and ref[nd] == -1:
             ref[nd] = 0
             _heap_push(hts, hnode, hpos, ts, meta, lst[nd] - 1, nd)
-            out_idx[m] = i
+            out_a[m] = i
             m += 1
     return m
 
 
 @njit(cache=True)
-def _store_fail(st, q, lens, tags):  # type: ignore[no-untyped-def]
-    table, keys, lst, ref, ts, hpos, hts, hnode, free, prot, gprev, gnext, gfree, meta, pf, fpm = st
+def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """M7: drop pending blocks (no event); the count dropped."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = _io(io)
+    w = _load(addr, n, q, lens, meta)
+    if w < 0:
+        return w
     shift = np.uint64(meta[SHIFT])
+    mask = np.uint64(meta[FPMASK])
     m = 0
-    for i in range(lens.shape[0]):
-        s, nd = _find(table, keys, shift, q, i, lens[i], tags[i])
+    for i in range(n):
+        tag = _tag(_fingerprint(q, i, 0, lens[i], mask))
+        s, nd = _find(table, keys, shift, q, i, lens[i], tag)
         if nd >= 0 and lst[nd] <= 2 and ref[nd] == -1:
             meta[N1 + lst[nd] - 1] -= 1
             _table_delete(table, shift, s)
@@ -655,39 +517,14 @@ def _store_fail(st, q, lens, tags):  # type: ignore[no-untyped-def]
     return m
 
 
-@njit(cache=True)
-def run_op(code, st, buf, lens, out_a, out_b, out_c, info):  # type: ignore[no-untyped-def]
-    """The single compiled entry point: run manager operation ``code`` on one batch.
-
-    ``buf`` holds the batch's hashes back to back, ``lens`` their lengths (validated
-    by the caller: non-negative, summing to ``len(buf)``). Output arrays hold at least
-    ``len(lens)`` entries. Returns an op-specific count, or -1 (error / refusal, with
-    details in ``info``) after changing nothing.
-    """
-    q = _pack(buf, lens)
-    tags = _tags(q, lens, st[15][0])
-    if code == OP_LOOKUP:
-        return _lookup(st, q, lens, tags)
-    if code == OP_STORE_FAIL:
-        return _store_fail(st, q, lens, tags)
-    nodes = _find_all(st, q, lens, tags)
-    if code == OP_PREPARE_LOAD:
-        return _prepare_load(st, nodes, out_a, info)
-    if code == OP_COMPLETE_LOAD:
-        return _complete_load(st, nodes, info)
-    if code == OP_TOUCH:
-        _touch(st, nodes)
-        return 0
-    if code == OP_PREPARE_STORE:
-        return _prepare_store(st, q, lens, tags, nodes, out_a, out_b, out_c, info)
-    if code == OP_STORE_OK:
-        return _store_ok(st, nodes, out_a)
-    return -2
-
-
 def table_size(nodes: int) -> int:
-    """Slots for ``nodes`` entries: a power of two, load factor at most 2/3."""
+    """Slots for ``nodes`` entries: a power of two, load factor at most 3/4."""
     size = 8
-    while size * 2 < nodes * 3:
+    while size * 3 < nodes * 4:
         size *= 2
     return size
+
+
+def arena_sizes(capacity: int, ghosts: int) -> tuple[int, int, int]:
+    """Lengths of the int64, int32 and int8 arenas."""
+    return META_SIZE + 2 * capacity, 4 * capacity + 3 * ghosts, capacity + ghosts + capacity

@@ -1,0 +1,78 @@
+"""Compiled readers that turn one batch of hashes into rows of little-endian uint64 words.
+
+``q[i, :(lens[i] + 7) // 8]`` holds hash ``i`` zero padded; ``lens[i]`` its length in
+bytes. Two sources: the caller's ``list`` itself (:func:`gather`, see ``_pyobj``) or
+the hashes joined back to back in a ``uint8`` buffer (:func:`pack`, the portable path).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._pyobj import BYTES_DATA, LIST_ITEMS, OB_SIZE, OB_TYPE, peek
+
+__all__ = ["GATHER_BAD", "GATHER_WIDE", "gather", "pack"]
+
+GATHER_BAD = -100  # an element is not exactly bytes, is empty, or is oddly placed
+GATHER_WIDE = -101  # a hash has more words than ``q`` has columns
+
+
+@njit(cache=True)
+def gather(addr, n, q, lens, bytes_type):  # type: ignore[no-untyped-def]
+    """Read ``n`` elements of the list at ``addr`` into ``q``/``lens``; 0 or a GATHER_ code.
+
+    Nothing but ``q`` and ``lens`` is written, and only rows ``< n`` (the caller made
+    ``q`` at least ``n`` rows long). Returns the widest row's word count on success.
+    """
+    width = q.shape[1]
+    if n > q.shape[0] or n > lens.shape[0]:
+        return GATHER_WIDE
+    items = peek(addr + LIST_ITEMS)
+    widest = 0
+    for i in range(n):
+        obj = peek(items + 8 * i)
+        if peek(obj + OB_TYPE) != bytes_type:
+            return GATHER_BAD
+        length = peek(obj + OB_SIZE)
+        if length <= 0:
+            return GATHER_BAD
+        nw = (length + 7) // 8
+        if nw > width:
+            return GATHER_WIDE
+        if nw > widest:
+            widest = nw
+        data = obj + BYTES_DATA
+        for j in range(nw - 1):
+            q[i, j] = np.uint64(peek(data + 8 * j))
+        last = np.uint64(peek(data + 8 * (nw - 1)))  # an aligned word: never crosses a page
+        rest = length - 8 * (nw - 1)
+        if rest < 8:
+            last &= (np.uint64(1) << np.uint64(8 * rest)) - np.uint64(1)
+        q[i, nw - 1] = last
+        lens[i] = length
+    return widest
+
+
+@njit(cache=True)
+def pack(buf, lens, n, q):  # type: ignore[no-untyped-def]
+    """Hashes back to back in ``buf`` (``lens[:n]`` bytes each, validated by the caller) into ``q``."""
+    off = 0
+    for i in range(n):
+        length = lens[i]
+        full = length // 8
+        for j in range(full):
+            b = off + 8 * j
+            w = np.uint64(0)
+            for k in range(8):
+                w |= np.uint64(buf[b + k]) << np.uint64(8 * k)
+            q[i, j] = w
+        rest = length - 8 * full
+        if rest:
+            w = np.uint64(0)
+            b = off + 8 * full
+            for k in range(rest):
+                w |= np.uint64(buf[b + k]) << np.uint64(8 * k)
+            q[i, full] = w
+        off += length
+    return 0
