@@ -1,2 +1,41 @@
 """The conformance suite: lockstep stateful testing of any manager, backend, policy or
-handler against the reference model in ``kvoffload.spec``."""
+handler against the reference model in ``kvoffload.spec``.
+
+Python: ``check_manager(factory, policy="any", strict=False, max_examples=None,
+steps=None, seed=0) -> ConformanceResult`` (and ``check_backend``, ``check_policy``).
+pytest: subclass ``ManagerConformance``/``BackendConformance``/``PolicyConformance``
+from ``kvoffload.conformance.pytest_support``. CLI: ``kvoffload conform manager
+MODULE:FACTORY [--policy lru|arc|any] [--strict]``.
+"""
+
+from .adopting import AdoptingPolicy
+from .machine_base import FactoryRef, RunStats, TargetSetupError
+from .report import ConformanceFailure, ConformanceResult
+from .runner import (
+    DEFAULT_BUDGET,
+    POLICY_MODES,
+    check_backend,
+    check_manager,
+    check_policy,
+    machine_for,
+    run_conformance,
+)
+from .strategies import OneShot, hash_pools
+
+__all__ = [
+    "AdoptingPolicy",
+    "ConformanceFailure",
+    "ConformanceResult",
+    "DEFAULT_BUDGET",
+    "FactoryRef",
+    "OneShot",
+    "POLICY_MODES",
+    "RunStats",
+    "TargetSetupError",
+    "check_backend",
+    "check_manager",
+    "check_policy",
+    "hash_pools",
+    "machine_for",
+    "run_conformance",
+]

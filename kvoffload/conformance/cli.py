@@ -1,0 +1,104 @@
+"""``kvoffload conform {manager|backend|policy} MODULE:FACTORY``.
+
+Exit status 0: the target conforms; 1: a violation was found (the report names the
+clause and prints a reproduction snippet); 2: the factory could not be loaded or built,
+or the arguments are wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .loading import FactoryLoadError, load_factory
+from .machine_base import TargetSetupError
+from .runner import DEFAULT_BUDGET, run_conformance
+
+__all__ = ["conform"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def conform() -> None:
+    """Check a manager, backend or policy against the contract (lockstep with the model).
+
+    MODULE:FACTORY is imported from the current directory or PYTHONPATH and called with
+    keywords: manager f(num_blocks=, enable_events=), backend f(num_blocks=), policy
+    f(cache_capacity=). Reference factories: kvoffload.conformance.factories.
+    """
+
+
+def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = click.option("--seed", type=int, default=0, show_default=True,
+                               help="Random seed; runs are reproducible.")(command)
+        command = click.option("--steps", type=click.IntRange(min=1), default=None,
+                               help="Calls per example (default per target).")(command)
+        command = click.option("--max-examples", type=click.IntRange(min=1), default=None,
+                               help="Examples to run (default per target); raise it to fuzz.")(command)
+        command = click.option("--strict", is_flag=True,
+                               help="Also make protocol-breaking and badly typed calls (M1-M7, M9, B2, B3, P2, P3).")(command)
+        if with_policy:
+            command = click.option(
+                "--policy", type=click.Choice(["any", "lru", "arc"]), default="any", show_default=True,
+                help="lru/arc: compare victims exactly with the reference policy; any: check M5.3/I3/I6/P5 only.",
+            )(command)
+        return click.argument("factory", metavar="MODULE:FACTORY")(command)
+
+    return decorate
+
+
+def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int | None,
+         steps: int | None, seed: int) -> None:
+    try:
+        loaded = load_factory(factory)
+    except FactoryLoadError as error:
+        raise click.UsageError(str(error)) from None
+    try:
+        result = run_conformance(kind, loaded, policy=policy, strict=strict, max_examples=max_examples,
+                                 steps=steps, seed=seed, progress=True, source=factory)
+    except TargetSetupError as error:
+        click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
+        raise SystemExit(2) from None
+    click.echo(result.report())
+    raise SystemExit(0 if result.ok else 1)
+
+
+@conform.command()
+@_options(with_policy=True)
+def manager(factory: str, policy: str, strict: bool, max_examples: int | None, steps: int | None, seed: int) -> None:
+    """An OffloadingManager: M0-M10, I1-I8 (and L1-L3 / A1-A6 with --policy lru/arc)."""
+    _run("manager", factory, policy, strict, max_examples, steps, seed)
+
+
+@conform.command()
+@_options(with_policy=False)
+def backend(factory: str, strict: bool, max_examples: int | None, steps: int | None, seed: int) -> None:
+    """A Backend: B1-B4."""
+    _run("backend", factory, "any", strict, max_examples, steps, seed)
+
+
+@conform.command()
+@_options(with_policy=True)
+def policy(factory: str, policy: str, strict: bool, max_examples: int | None, steps: int | None, seed: int) -> None:
+    """A CachePolicy: P1-P6 (and L1-L3 / A1-A6 with --policy lru/arc)."""
+    _run("policy", factory, policy, strict, max_examples, steps, seed)
+
+
+conform.help = (conform.help or "") + "\n\nDefault budgets (examples x steps): " + ", ".join(
+    f"{kind} {examples}x{steps}" for kind, (examples, steps) in DEFAULT_BUDGET.items()
+)
+
+
+def _attach_handler_command() -> None:
+    """``conform handler``: the copy-handler properties (H1–H3, E1); needs torch."""
+    from .handler import handler
+
+    conform.add_command(handler)
+
+
+try:
+    _attach_handler_command()
+except ImportError:  # no torch: `conform handler` is simply not offered
+    pass

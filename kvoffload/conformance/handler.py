@@ -1,0 +1,430 @@
+"""Conformance of worker-side copy handlers to H1–H3 and E1 (any medium).
+
+``check_handler(factory)`` drives a store handler and a load handler through the
+``OffloadingHandler`` interface only, on random KV layouts, dtypes, block-size factors,
+block ids and job interleavings, and reports the first clause it sees broken, with a
+shrunk reproduction. ``kvoffload conform handler MODULE:FACTORY`` is the command line.
+
+**Factory protocol.** ``factory(kv_caches, layout, gpu_block_size, block_size_factor,
+num_blocks)``, called *positionally*, returns ``(store_handler, load_handler)``:
+
+- ``kv_caches``: ``dict[str, torch.Tensor]``, the GPU KV cache (on ``device``);
+- ``layout``: one of ``blocks``, ``kv_blocks``, ``layers_blocks``, ``layers_kv_blocks``,
+  ``page`` (``kvoffload.impl.copy.layouts`` describes the shapes);
+- ``gpu_block_size``: tokens per GPU block; ``block_size_factor``: ``f`` of H3;
+- ``num_blocks``: how many offloaded blocks the medium holds.
+
+The store handler takes ``(GPULoadStoreSpec, offloaded_spec)`` jobs, the load handler
+``(offloaded_spec, GPULoadStoreSpec)``; ``offloaded_spec`` (default ``CPULoadStoreSpec``)
+is built as ``offloaded_spec(block_ids)``. A factory that raises ``NotImplementedError``
+for a layout skips that example. ``kvoffload.impl.copy.build_cpu_handlers`` is a factory.
+
+What is checked: every valid job is accepted (H1) and reported exactly once, in
+submission order per direction, as successful (H2); loaded bytes equal what was stored
+(E1), from the right sub-block (H3); no GPU block outside a job changes (H2); after
+``wait`` a load's bytes are in place (H2); bad specs — wrong or unknown medium, H3
+length mismatch, ids out of range or negative, a job id in flight, a non-int job id —
+raise or return ``False``, move no byte and are never reported (H1).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import click
+
+from kvoffload.spec.types import CPULoadStoreSpec, LoadStoreSpec
+
+__all__ = ["HandlerViolation", "HandlerConformanceResult", "check_handler", "handler", "LAYOUTS"]
+
+LAYOUTS = ("blocks", "kv_blocks", "layers_blocks", "layers_kv_blocks", "page")
+
+HandlerFactory = Callable[..., tuple[Any, Any]]
+
+
+@attrs.frozen
+class HandlerViolation:
+    """One broken clause: what was expected vs what happened, and how to get there."""
+
+    clause: str
+    message: str
+    reproduction: tuple[str, ...]
+
+    def format(self) -> str:
+        steps = "\n".join(f"    {i + 1}. {s}" for i, s in enumerate(self.reproduction))
+        return f"{self.clause}: {self.message}\n  reproduction:\n{steps}"
+
+
+@attrs.frozen
+class HandlerConformanceResult:
+    """``ok`` when no clause was broken in ``examples`` random scenarios."""
+
+    factory: str
+    examples: int
+    violations: tuple[HandlerViolation, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def format(self) -> str:
+        if self.ok:
+            return f"{self.factory}: conforms to H1–H3, E1 ({self.examples} examples)"
+        return f"{self.factory}: VIOLATION\n" + "\n".join(v.format() for v in self.violations)
+
+
+class _ForeignSpec(LoadStoreSpec):
+    """A medium no handler under test serves (H1 refusal)."""
+
+    def __init__(self, block_ids: Sequence[int]) -> None:
+        self.block_ids = list(block_ids)
+
+    @staticmethod
+    def medium() -> str:
+        return "NOWHERE"
+
+    def __repr__(self) -> str:
+        return f"_ForeignSpec({self.block_ids})"
+
+
+def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[str, Any]:
+    """Small random KV tensors of ``layout`` filled with random bits (NaNs included)."""
+    import torch
+    from hypothesis import strategies as st
+
+    gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1), label="fill seed"))
+    if layout == "page":
+        dtype = torch.int8
+    else:
+        dtype = draw(st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.int8]), label="dtype")
+    inner = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=2), label="block shape"))
+    layers = draw(st.integers(1, 3), label="layers")
+    shape = {
+        "blocks": (num_gpu, *inner),
+        "kv_blocks": (2, num_gpu, *inner),
+        "layers_blocks": (layers, num_gpu, *inner),
+        "layers_kv_blocks": (layers, 2, num_gpu, *inner),
+        "page": (num_gpu, draw(st.integers(1, 24), label="page bytes")),
+    }[layout]
+    count = 1 if layout.startswith("layers") else draw(st.integers(1, 3), label="tensors")
+    tensors = {}
+    for i in range(count):
+        nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
+        raw = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, generator=gen)
+        tensors[f"layer.{i}"] = raw.view(dtype).reshape(shape).to(device)
+    return tensors
+
+
+def _bad_specs(model: Any, draw: Any) -> None:
+    """Offer one bad job to one handler; it must be refused with nothing moved (H1)."""
+    from hypothesis import strategies as st
+
+    from kvoffload.spec.types import GPULoadStoreSpec
+
+    f, n_gpu, n_off = model.f, model.num_gpu, model.num_blocks
+    off = model.offloaded_spec
+    kinds = [
+        "store wrong medium", "load wrong medium", "store foreign medium", "load foreign medium",
+        "store length", "load too many", "load too few", "store gpu out of range",
+        "store offloaded out of range", "load gpu out of range", "load offloaded out of range",
+        "store negative", "load negative", "non-int job id", "job id in flight",
+    ]
+    kind = draw(st.sampled_from(kinds), label="bad kind")
+    handler = model.load if kind.startswith("load") else model.store
+    job_id: Any = model.new_id()
+    gpu = list(range(f))
+    spec: Any
+    if kind == "store wrong medium":
+        spec = (off([0]), GPULoadStoreSpec(gpu))
+    elif kind == "load wrong medium":
+        spec = (GPULoadStoreSpec(gpu), off([0]))
+    elif kind == "store foreign medium":
+        spec = (GPULoadStoreSpec(gpu), _ForeignSpec([0]))
+    elif kind == "load foreign medium":
+        spec = (_ForeignSpec([0]), GPULoadStoreSpec(gpu))
+    elif kind == "store length":
+        spec = (GPULoadStoreSpec(list(range(f + 1))), off([0]))
+    elif kind == "load too many":
+        spec = (off([0]), GPULoadStoreSpec(list(range(f + 1))))
+    elif kind == "load too few":
+        spec = (off([0, 1 % n_off]), GPULoadStoreSpec(list(range(f))))  # m = k·f − f
+    elif kind == "store gpu out of range":
+        spec = (GPULoadStoreSpec([n_gpu] * f), off([0]))
+    elif kind == "store offloaded out of range":
+        spec = (GPULoadStoreSpec(gpu), off([n_off]))
+    elif kind == "load gpu out of range":
+        spec = (off([0]), GPULoadStoreSpec([n_gpu - 1 - i for i in range(f - 1)] + [n_gpu]))
+    elif kind == "load offloaded out of range":
+        spec = (off([n_off]), GPULoadStoreSpec(gpu))
+    elif kind == "store negative":
+        spec = (GPULoadStoreSpec(gpu), off([-1]))
+    elif kind == "load negative":
+        spec = (off([0]), GPULoadStoreSpec([-1] + gpu[1:]))
+    elif kind == "non-int job id":
+        job_id = draw(st.sampled_from([str(job_id), float(job_id) + 0.5, None]), label="bad job id")
+        spec = (GPULoadStoreSpec(gpu), off([0]))
+    else:  # job id in flight
+        stores = [j for j in model.in_flight.values() if j.direction == "store"]
+        if not stores:
+            return
+        job_id = stores[0].job_id
+        spec = (GPULoadStoreSpec(gpu), off([0]))
+    # A refused job must not write anything: make sure the targets' expected contents
+    # differ from the sources, by reading only blocks no in-flight job touches.
+    gr, gw, cr, cw = model.busy()
+    if kind.startswith("load") and (set(range(n_gpu)) & gw or cw):
+        return  # keep it simple: only offer bad loads when nothing could race with them
+    if kind.startswith("store") or kind in ("non-int job id", "job id in flight"):
+        if cr or cw:
+            return
+        model.refused_cpu_targets.update(range(n_off))
+    model.steps.append(f"bad job ({kind}) id={job_id!r}: {spec!r}")
+    try:
+        accepted = handler.transfer_async(job_id, spec)
+    except Exception:
+        accepted = False
+    if accepted is not False:
+        model.fail("H1", f"a bad job ({kind}) was expected to be refused, got {accepted!r}")
+    if kind != "job id in flight" and isinstance(job_id, int):
+        model.refused.add(job_id)
+    model.check_untouched("H1", f"after a refused job ({kind})")
+
+
+def _scenario(
+    factory: HandlerFactory,
+    draw: Any,
+    layouts: Sequence[str],
+    factors: Sequence[int],
+    device: str,
+    offloaded_spec: Callable[[Sequence[int]], LoadStoreSpec],
+) -> None:
+    import torch
+    from hypothesis import assume
+    from hypothesis import strategies as st
+
+    from .handler_model import HandlerModel
+
+    layout = draw(st.sampled_from(list(layouts)), label="layout")
+    f = draw(st.sampled_from(list(factors)), label="block_size_factor")
+    num_gpu = draw(st.integers(2 * f + 1, 2 * f + 8), label="GPU blocks")
+    num_off = draw(st.integers(2, 5), label="offloaded blocks")
+    tensors = _random_tensors(draw, layout, num_gpu, device)
+    shapes = {n: (tuple(t.shape), str(t.dtype)) for n, t in tensors.items()}
+    steps = [f"factory(kv_caches={shapes}, layout={layout!r}, gpu_block_size=16, block_size_factor={f}, num_blocks={num_off})"]
+    try:
+        store, load = factory(tensors, layout, 16, f, num_off)
+    except NotImplementedError:
+        assume(False)
+        return
+    except Exception as error:
+        from .handler_model import HandlerViolationError
+
+        raise HandlerViolationError("S3", f"the factory raised {error!r} on valid arguments", steps) from error
+    model = HandlerModel(tensors, layout, f, num_off, store, load, offloaded_spec, steps)
+    per_job = max(1, num_gpu // f - 1)
+
+    # Setup: fill every offloaded block, so every later check knows what it must hold.
+    for first in range(0, num_off, per_job):
+        cpu_ids = list(range(first, min(num_off, first + per_job)))
+        gpu_ids = draw(st.permutations(range(num_gpu)), label="setup GPU ids")[: len(cpu_ids) * f]
+        model.submit_store(gpu_ids, cpu_ids)
+    model.poll(store, "store")
+
+    ops = draw(
+        st.lists(st.sampled_from(["store", "load", "poll", "wait", "scramble", "bad"]), min_size=1, max_size=10),
+        label="operations",
+    )
+    for op in ops:
+        gr, gw, cr, cw = model.busy()
+        if op == "store":
+            free_off = [c for c in range(num_off) if c not in cr | cw]
+            free_gpu = [g for g in range(num_gpu) if g not in gw]
+            k = draw(st.integers(0, min(len(free_off), len(free_gpu) // f, 3)), label="store k")
+            cpu_ids = draw(st.permutations(free_off), label="store offloaded ids")[:k]
+            gpu_ids = draw(st.permutations(free_gpu), label="store GPU ids")[: k * f]
+            model.submit_store(gpu_ids, cpu_ids)
+        elif op == "load":
+            ready = [c for c in range(num_off) if c not in cw]
+            free_gpu = [g for g in range(num_gpu) if g not in gr | gw]
+            k = draw(st.integers(0, min(len(ready), 3)), label="load k")
+            cpu_ids = draw(st.permutations(ready), label="load offloaded ids")[:k]
+            lo, hi = max(0, k * f - f + 1), k * f
+            if hi > len(free_gpu):
+                continue
+            m = draw(st.integers(lo, hi), label="load m")
+            gpu_ids = draw(st.permutations(free_gpu), label="load GPU ids")[:m]
+            model.submit_load(cpu_ids, gpu_ids)
+        elif op == "poll":
+            model.poll(store, "store")
+            model.poll(load, "load")
+        elif op == "wait":
+            ids = sorted(model.in_flight)
+            chosen = set(draw(st.lists(st.sampled_from(ids), unique=True), label="wait ids")) if ids else set()
+            for h, direction in ((store, "store"), (load, "load")):
+                mine = {j for j in chosen if model.in_flight[j].direction == direction}
+                model.steps.append(f"wait ({direction}) {sorted(mine)}")
+                h.wait(mine)
+                for j in sorted(mine):
+                    if model.in_flight[j].direction == "load":
+                        model.landed(model.in_flight[j])  # H2: wait returned => bytes landed
+        elif op == "scramble":
+            free_gpu = [g for g in range(num_gpu) if g not in gr | gw]
+            if free_gpu:
+                g = draw(st.sampled_from(free_gpu), label="scrambled GPU block")
+                model.steps.append(f"overwrite GPU block {g}")
+                model.write_gpu(g, lambda v: torch.randint_like(v, 0, 256))
+        else:
+            _bad_specs(model, draw)
+        model.check_untouched("H2", f"after step {model.steps[-1]!r}, though no job wrote it")
+
+    # Drain: wait for everything, then every job must be reported exactly once.
+    for h, direction in ((store, "store"), (load, "load")):
+        pending = {j for j, job in model.in_flight.items() if job.direction == direction}
+        model.steps.append(f"wait ({direction}) {sorted(pending)}")
+        h.wait(pending)
+    for _ in range(200):
+        model.poll(store, "store")
+        model.poll(load, "load")
+        if not model.in_flight:
+            break
+        time.sleep(0.005)
+    if model.in_flight:
+        model.fail("H2", f"jobs {sorted(model.in_flight)} were never reported, even after wait()")
+
+    # Read back every offloaded block: stores (E1, H3) and refusals (H1) show here.
+    targets = list(range(num_gpu))
+    for first in range(0, num_off, per_job):
+        cpu_ids = list(range(first, min(num_off, first + per_job)))
+        gpu_ids = targets[: len(cpu_ids) * f]
+        try:
+            model.submit_load(cpu_ids, gpu_ids)
+            load.wait({model.next_id})
+            model.poll(load, "load")
+        except Exception as error:
+            from .handler_model import HandlerViolationError
+
+            if (
+                isinstance(error, HandlerViolationError)
+                and error.clause == "E1"
+                and set(cpu_ids) & model.refused_cpu_targets
+            ):
+                raise HandlerViolationError(
+                    "H1", f"{error.message}; a refused job may have written offloaded blocks", error.steps
+                ) from error
+            raise
+        if model.in_flight:
+            model.poll(load, "load")
+
+
+def check_handler(
+    factory: HandlerFactory,
+    *,
+    max_examples: int = 50,
+    seed: int = 0,
+    device: str = "cpu",
+    layouts: Sequence[str] = LAYOUTS,
+    factors: Sequence[int] = (1, 2, 4),
+    offloaded_spec: Callable[[Sequence[int]], LoadStoreSpec] = CPULoadStoreSpec,
+    name: str | None = None,
+    shrink: bool = True,
+) -> HandlerConformanceResult:
+    """Run the handler properties on ``factory`` (module docstring: protocol, checks).
+
+    ``shrink=False`` reports the first failing scenario as found (faster, longer
+    reproduction); by default hypothesis shrinks it to a minimal one first.
+    """
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hyp_seed
+    from hypothesis import strategies as st
+
+    from .handler_model import HandlerViolationError
+
+    unknown = [layout for layout in layouts if layout not in LAYOUTS]
+    if unknown:
+        raise ValueError(f"unknown layout(s) {unknown}; expected some of {list(LAYOUTS)}")
+    label = name or str(getattr(factory, "__qualname__", repr(factory)))
+    runs = 0
+
+    @hyp_seed(seed)
+    @settings(
+        max_examples=max_examples,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+        phases=[p for p in Phase if shrink or p not in (Phase.shrink, Phase.explain)],
+    )
+    @given(st.data())
+    def prop(data: Any) -> None:
+        nonlocal runs
+        runs += 1
+        _scenario(factory, data.draw, layouts, factors, device, offloaded_spec)
+
+    try:
+        prop()
+    except HandlerViolationError as error:
+        violation = HandlerViolation(error.clause, error.message, tuple(error.steps))
+        return HandlerConformanceResult(label, runs, (violation,))
+    return HandlerConformanceResult(label, runs, ())
+
+
+def load_factory(target: str) -> HandlerFactory:
+    """``MODULE:ATTRIBUTE`` to the factory it names (exit code 2 when it cannot)."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise click.BadParameter(f"expected MODULE:FACTORY, got {target!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{target} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+@click.command(name="handler")
+@click.argument("target", metavar="MODULE:FACTORY")
+@click.option("--max-examples", type=int, default=50, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--device", default="cpu", show_default=True, help="Where the GPU-side tensors live.")
+@click.option("--layout", "layouts", multiple=True, type=click.Choice(LAYOUTS), help="Restrict layouts.")
+@click.option("--spec", "spec_target", default=None, help="MODULE:CLASS of the offloaded medium's spec.")
+@click.option("--no-shrink", is_flag=True, help="Report the first failing scenario unshrunk (faster).")
+def handler(
+    target: str,
+    max_examples: int,
+    seed: int,
+    device: str,
+    layouts: Sequence[str],
+    spec_target: str | None,
+    no_shrink: bool,
+) -> None:
+    """Check a store/load handler pair (H1–H3, E1). Exit 0 conforms, 1 violation, 2 unloadable."""
+    try:
+        factory = load_factory(target)
+        spec_cls: Callable[[Sequence[int]], LoadStoreSpec] = CPULoadStoreSpec
+        if spec_target:
+            spec_cls = load_factory(spec_target)  # type: ignore[assignment]
+    except Exception as error:
+        click.echo(f"cannot load {target}: {error}", err=True)
+        sys.exit(2)
+    result = check_handler(
+        factory,
+        max_examples=max_examples,
+        seed=seed,
+        device=device,
+        layouts=tuple(layouts) or LAYOUTS,
+        offloaded_spec=spec_cls,
+        name=target,
+        shrink=not no_shrink,
+    )
+    click.echo(result.format())
+    sys.exit(0 if result.ok else 1)

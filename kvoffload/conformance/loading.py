@@ -1,0 +1,38 @@
+"""Import a target factory given as ``MODULE:FACTORY`` (the CLI's argument)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["FactoryLoadError", "load_factory"]
+
+
+class FactoryLoadError(Exception):
+    """The factory could not be loaded (the CLI exits with status 2)."""
+
+
+def load_factory(spec: str) -> Callable[..., Any]:
+    """``"package.module:name"`` (``name`` may be dotted) → the callable; the current
+    directory is importable, as are ``PYTHONPATH`` entries."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise FactoryLoadError(f"{spec!r} is not of the form MODULE:FACTORY (e.g. mypkg.offload:make_manager)")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        target: Any = importlib.import_module(module_name)
+    except Exception as error:
+        raise FactoryLoadError(f"cannot import module {module_name!r}: {type(error).__name__}: {error}") from error
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise FactoryLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    if not callable(target):
+        raise FactoryLoadError(f"{spec} is a {type(target).__name__}, not a callable factory")
+    return target  # type: ignore[no-any-return]

@@ -1,0 +1,148 @@
+"""What every conformance state machine shares: the target's factory, the mode, the
+call log of the current example, run statistics and the ``fail`` that raises a
+``ConformanceFailure`` carrying its clause ids and reproduction snippet."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar, NoReturn
+
+import attrs
+from hypothesis.stateful import RuleBasedStateMachine
+
+from .report import CallLog, ConformanceFailure
+
+__all__ = ["RunStats", "FactoryRef", "ConformanceMachine", "TargetSetupError", "Outcome", "invoke"]
+
+
+class TargetSetupError(Exception):
+    """The factory could not build a target (not a contract violation)."""
+
+
+@attrs.define
+class FactoryRef:
+    """A target factory and how a reproduction snippet imports it."""
+
+    factory: Callable[..., Any]
+    source: str  # "module:attr" or a description
+    importable: bool = True
+
+    @classmethod
+    def of(cls, factory: Callable[..., Any], source: str | None = None) -> FactoryRef:
+        if source is not None:
+            return cls(factory, source, ":" in source)
+        module = getattr(factory, "__module__", None)
+        qualname = getattr(factory, "__qualname__", None)
+        if module and qualname and "<" not in qualname and module != "__main__":
+            return cls(factory, f"{module}:{qualname}")
+        return cls(factory, repr(factory), False)
+
+    def import_lines(self) -> list[str]:
+        if not self.importable:
+            return [f"factory = ...  # your factory: {self.source}"]
+        module, _, attr = self.source.partition(":")
+        head = attr.split(".")[0]
+        return [f"from {module} import {head}"]
+
+    def call(self, arguments: str) -> str:
+        if not self.importable:
+            return f"factory({arguments})"
+        return f"{self.source.partition(':')[2]}({arguments})"
+
+
+@attrs.define
+class RunStats:
+    """Counts over a whole run (all examples, shrinking included)."""
+
+    steps: int = 0
+    examples: int = 0
+    clauses: set[str] = attrs.field(factory=set)
+    progress: bool = False
+    label: str = ""
+    started: float = attrs.field(factory=time.perf_counter)
+    last_report: float = 0.0
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.progress and self.steps % 200 == 0:
+            now = time.perf_counter()
+            if now - self.last_report >= 1.0:
+                self.last_report = now
+                rate = self.steps / max(now - self.started, 1e-9)
+                sys.stderr.write(
+                    f"\r{self.label}: {self.examples} examples, {self.steps} steps, {rate:.0f} steps/s "
+                )
+                sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.progress and self.last_report:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+#: (value, exception): exactly one is meaningful.
+Outcome = tuple[Any, BaseException | None]
+
+
+def invoke(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Outcome:
+    """Call ``function`` and capture what it returned or raised."""
+    try:
+        return function(*args, **kwargs), None
+    except Exception as error:  # the target may raise anything; judged by the caller
+        return None, error
+
+
+class ConformanceMachine(RuleBasedStateMachine):
+    """Base of the machines; subclasses are made per run by ``runner.machine_for``."""
+
+    factory_ref: ClassVar[FactoryRef]
+    strict: ClassVar[bool] = False
+    policy_mode: ClassVar[str] = "any"
+    stats: ClassVar[RunStats]
+    kind: ClassVar[str] = ""
+    target_var: ClassVar[str] = "t"
+    extra_imports: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stats.examples += 1
+        self.log = CallLog(
+            self.target_var,
+            [
+                "import itertools",
+                "from kvoffload.spec import BlockStatus, ContractViolation",
+                "from kvoffload.conformance import OneShot",
+                *self.extra_imports,
+                *self.factory_ref.import_lines(),
+            ],
+        )
+        self.construct = ""
+
+    def build(self, **arguments: Any) -> Any:
+        """Call the factory with keywords (and remember how, for the snippet)."""
+        self.construct = self.factory_ref.call(", ".join(f"{k}={v!r}" for k, v in arguments.items()))
+        try:
+            return self.factory_ref.factory(**arguments)
+        except Exception as error:
+            raise TargetSetupError(f"{self.factory_ref.source}({arguments}) raised {error!r}") from error
+
+    def exercised(self, *clauses: str) -> None:
+        self.stats.clauses.update(clauses)
+
+    def step(self) -> None:
+        self.stats.tick()
+
+    def fail(self, clauses: str | Iterable[str], message: str, check: str = "") -> NoReturn:
+        """Raise the violation; ``check`` is a Python expression that holds on a conforming
+        target, rendered as the snippet's last line."""
+        ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
+        failure = ConformanceFailure(ids, message)
+        failing = f"assert {check}, {failure.message!r}" if check else f"# ^ {failure.message}"
+        header = (
+            f"kvoffload conform {self.kind} {self.factory_ref.source} --policy {self.policy_mode}"
+            f"{' --strict' if self.strict else ''}\n{failure.message}"
+        )
+        failure.reproduction = self.log.render(self.construct, failing, header)
+        raise failure

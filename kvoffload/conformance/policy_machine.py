@@ -1,0 +1,242 @@
+"""State machine for a ``CachePolicy`` (P1–P6; L1–L3 or A1–A6 exactly).
+
+The machine owns the blocks and sets their ``ref_cnt`` to -1, 0 or k; the policy must
+never change them (P6). With ``policy="lru"``/``"arc"`` victims are compared in order with
+the reference policy; with ``"any"`` they are checked against P5 and adopted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, precondition, rule
+
+from ..spec import BlockStatus, ContractViolation, ReferenceARCPolicy, ReferenceLRUPolicy
+from .adopting import AdoptingPolicy
+from .machine_base import ConformanceMachine, invoke
+from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
+
+__all__ = ["PolicyMachine"]
+
+
+class PolicyMachine(ConformanceMachine):
+    kind = "policy"
+    target_var = "p"
+
+    @initialize(data=st.data())
+    def setup(self, data: st.DataObject) -> None:
+        self.capacity = data.draw(st.sampled_from((1, 2, 3, 4, 2, 3, 4, 5, 6, 8, 16)), label="cache_capacity")
+        self.pool: list[bytes] = data.draw(hash_pools(min(self.capacity + 1, 10), min(14, self.capacity * 2 + 3)), label="pool")
+        self.target: Any = self.build(cache_capacity=self.capacity)
+        self.model: Any
+        if self.policy_mode == "lru":
+            self.model = ReferenceLRUPolicy(self.capacity)
+        elif self.policy_mode == "arc":
+            self.model = ReferenceARCPolicy(self.capacity)
+        else:
+            self.model = AdoptingPolicy(self.capacity)
+        self.blocks: dict[bytes, tuple[BlockStatus, str]] = {}  # present hash -> block, source
+        self.ref_of: dict[int, int] = {}  # id(block) -> the ref_cnt the machine set
+        self.all_blocks: list[tuple[BlockStatus, str]] = []
+        self.exact_clause = {"lru": "L3", "arc": "A4"}.get(self.policy_mode, "P5")
+
+    def present(self) -> list[bytes]:
+        return [h for h in self.pool if h in self.blocks]
+
+    def absent(self) -> list[bytes]:
+        return [h for h in self.pool if h not in self.blocks]
+
+    def _expect_violation(self, method: str, clause: str, *args: Any) -> None:
+        rendered = ", ".join(self.log.name(a) if type(a) is bytes else a[1] if isinstance(a, tuple) else repr(a) for a in args)
+        self.log.add(f"try:\n    p.{method}({rendered})\nexcept ContractViolation:\n    pass  # expected\n"
+                     f"else:\n    raise AssertionError('{clause}: must raise')")
+        values = [a[0] if isinstance(a, tuple) else a for a in args]
+        _, error = invoke(getattr(self.target, method), *values)
+        self.exercised(clause)
+        if error is None:
+            self.fail(clause, f"{method} of a {'present' if clause == 'P2' else 'absent'} hash returned "
+                      "instead of raising ContractViolation")
+        if not isinstance(error, ContractViolation):
+            self.fail(clause, f"{method} raised {error!r}, expected a ContractViolation")
+        self.sweep(clause, f"after a refused {method}")
+
+    def sweep(self, clause: str, why: str) -> None:
+        """P1 for every pool hash (``get`` returns the very block inserted, or None)."""
+        self.step()
+        var = self.log.var("g")
+        names = ", ".join(map(self.log.name, self.pool))
+        self.log.add(f"{var} = [p.get(h) for h in ({names},)]")
+        for index, h in enumerate(self.pool):
+            value, error = invoke(self.target.get, h)
+            if error is not None:
+                self.fail("P1", f"get raised {error!r}")
+            entry = self.blocks.get(h)
+            if entry is None and value is not None:
+                ghost = self.policy_mode == "arc" and (h in self.model.b1 or h in self.model.b2)
+                self.fail(("A2", "P1") if ghost else ("P1", "I8"), f"{why}, get({self.log.name(h)}) returned {value!r}, "
+                          f"but {self.log.name(h)} is not present" + (" (it is a ghost)" if ghost else ""),
+                          f"{var}[{index}] is None")
+            if entry is not None and value is not entry[0]:
+                self.fail((clause, "P1") if clause != "P1" else "P1",
+                          f"{why}, get({self.log.name(h)}) returned {value!r}, not the block inserted ({entry[1]})",
+                          f"{var}[{index}] is {entry[1]}")
+
+    @precondition(lambda self: len(self.blocks) < self.capacity and bool(self.absent()))
+    @rule(data=st.data())
+    def insert(self, data: st.DataObject) -> None:
+        """P2, L1, A1: insert an absent hash with a new pending block."""
+        self.step()
+        h = data.draw(st.sampled_from(self.absent()), label="hash")
+        block = BlockStatus(len(self.all_blocks))
+        source = f"blk{len(self.all_blocks)}"
+        self.log.add(f"{source} = BlockStatus({len(self.all_blocks)})")
+        self.all_blocks.append((block, source))
+        initial = data.draw(st.sampled_from((0, 0, 0, -1, 1)), label="ref_cnt")
+        block.ref_cnt = initial
+        self.ref_of[id(block)] = initial
+        if initial != -1:
+            self.log.add(f"{source}.ref_cnt = {initial}")
+        self.log.add(f"p.insert({self.log.name(h)}, {source})")
+        _, error = invoke(self.target.insert, h, block)
+        if error is not None:
+            self.fail("P2", f"insert of an absent hash raised {error!r}")
+        self.model.insert(h, block)
+        self.blocks[h] = (block, source)
+        self.exercised("P2", "L1" if self.policy_mode == "lru" else "A1" if self.policy_mode == "arc" else "P1")
+
+    @precondition(lambda self: bool(self.blocks))
+    @rule(data=st.data())
+    def set_ref_cnt(self, data: st.DataObject) -> None:
+        """The machine (standing in for the manager) sets a block's ref_cnt to -1, 0 or k."""
+        self.step()
+        h = data.draw(st.sampled_from(self.present()), label="hash")
+        value = data.draw(st.sampled_from((0, 0, 1, -1, 2)), label="ref_cnt")
+        block, source = self.blocks[h]
+        block.ref_cnt = value
+        self.ref_of[id(block)] = value
+        self.log.add(f"{source}.ref_cnt = {value}")
+
+    @precondition(lambda self: bool(self.blocks))
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        """P3, A6."""
+        self.step()
+        h = data.draw(st.sampled_from(self.present()), label="hash")
+        self.log.add(f"p.remove({self.log.name(h)})")
+        _, error = invoke(self.target.remove, h)
+        if error is not None:
+            self.fail("P3", f"remove of a present hash raised {error!r}")
+        self.model.remove(h)
+        del self.blocks[h]
+        self.exercised("P3", "A6" if self.policy_mode == "arc" else "P3")
+
+    @rule(data=st.data())
+    def touch(self, data: st.DataObject) -> None:
+        """P4, L2, A3 (absent and ghost hashes included)."""
+        self.step()
+        items = data.draw(batches(self.pool, unique=not self.strict), label="hashes")
+        shape = data.draw(st.sampled_from(ARG_KINDS), label="shape")
+        argument, source = make_argument(shape, items, self.log.name)
+        if isinstance(argument, OneShot):
+            self.log.add(f"a = {source}")
+            source = "a"
+        self.log.add(f"p.touch({source})")
+        _, error = invoke(self.target.touch, argument)
+        if isinstance(argument, OneShot) and argument.reiterated:
+            self.fail("M0", "touch iterated its one-shot argument twice", "not a.reiterated")
+        if error is not None:
+            self.fail("P4", f"touch raised {error!r}")
+        self.model.touch(list(items))
+        self.exercised("P4", {"lru": "L2", "arc": "A3"}.get(self.policy_mode, "P4"))
+
+    @rule(data=st.data())
+    def evict(self, data: st.DataObject) -> None:
+        """P5 (and L3 or A4, A5 exactly)."""
+        self.step()
+        n = data.draw(st.integers(1, min(3, self.capacity)) | st.just(0), label="n")
+        protected = set(data.draw(st.lists(st.sampled_from(self.pool), max_size=2), label="protected"))
+        var = self.log.var("ev")
+        protected_source = ("{" + ", ".join(map(self.log.name, [h for h in self.pool if h in protected])) + "}") if protected else "set()"
+        self.log.add(f"{var} = p.evict({n}, {protected_source})")
+        value, error = invoke(self.target.evict, n, set(protected))
+        if error is not None:
+            self.fail("P5", f"evict({n}, ...) raised {error!r}")
+        eligible = [h for h in self.present() if self.blocks[h][0].ref_cnt == 0 and h not in protected]
+        view = f"(None if {var} is None else [(h, blk.block_id) for h, blk in {var}])"
+        self.exercised("P5", "P6")
+        if self.policy_mode in ("lru", "arc"):
+            expected = self.model.evict(n, set(protected))
+            expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
+            got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
+            if got_view != expected_view:
+                rendered = "None" if expected_view is None else "[" + ", ".join(f"({self.log.name(h)}, {i})" for h, i in expected_view) + "]"
+                clauses: tuple[str, ...] = (self.exact_clause,)
+                if value is None:
+                    clauses = ("I6", self.exact_clause, "P5")
+                elif self.policy_mode == "arc":
+                    clauses = ("A4", "A3", "A5")
+                else:
+                    clauses = ("L3", "L2")
+                if value is not None and any(self.blocks.get(h, (None,))[0] is None or self.blocks[h][0].ref_cnt != 0 or h in protected for h, _ in value):
+                    clauses = ("P5", *clauses)
+                self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy_mode.upper()} evicts {rendered}",
+                          f"{view} == {rendered}")
+            victims = [] if value is None else [h for h, _ in value]
+        else:
+            if value is None:
+                if len(eligible) >= n:
+                    self.fail(("P5", "I6"), f"evict({n}, ...) returned None, but {len(eligible)} blocks are ready, idle and unprotected",
+                              f"{var} is not None")
+                victims = []
+            else:
+                pairs = list(value)
+                if len(pairs) != n:
+                    self.fail("P5", f"evict({n}, ...) returned {len(pairs)} victims", f"len({var}) == {n}")
+                victims = []
+                for index, (h, block) in enumerate(pairs):
+                    entry = self.blocks.get(h)
+                    if entry is None or h in victims:
+                        self.fail("P5", f"evict returned {h!r}, which is not present (or twice)")
+                    if entry[0].ref_cnt != 0:
+                        self.fail(("P5", "I3"), f"evict returned {self.log.name(h)} with ref_cnt {entry[0].ref_cnt} (not ready and idle)",
+                                  f"{var}[{index}][0] != {self.log.name(h)}")
+                    if h in protected:
+                        self.fail("P5", f"evict returned the protected hash {self.log.name(h)}",
+                                  f"{var}[{index}][0] not in {protected_source}")
+                    if block is not entry[0]:
+                        self.fail(("P5", "P1"), f"evict returned {self.log.name(h)} with a block other than the one inserted",
+                                  f"{var}[{index}][1] is {entry[1]}")
+                    victims.append(h)
+                self.model.next_victims = list(victims)
+                self.model.evict(n, set(protected))
+        for h in victims:
+            self.blocks.pop(h, None)
+        if n:
+            self.sweep("P5", f"after evict({n}, ...)")
+
+    @precondition(lambda self: self.strict and bool(self.blocks))
+    @rule(data=st.data())
+    def strict_insert_present(self, data: st.DataObject) -> None:
+        """P2: inserting a present hash raises, nothing changes."""
+        self.step()
+        h = data.draw(st.sampled_from(self.present()), label="hash")
+        block = BlockStatus(10_000 + len(self.all_blocks))
+        self.ref_of[id(block)] = -1
+        self.all_blocks.append((block, f"BlockStatus({block.block_id})"))
+        self._expect_violation("insert", "P2", h, (block, f"BlockStatus({block.block_id})"))
+
+    @precondition(lambda self: self.strict and bool(self.absent()))
+    @rule(data=st.data())
+    def strict_remove_absent(self, data: st.DataObject) -> None:
+        """P3: removing an absent hash raises, nothing changes."""
+        self.step()
+        self._expect_violation("remove", "P3", data.draw(st.sampled_from(self.absent()), label="hash"))
+
+    @invariant()
+    def ref_counts_untouched(self) -> None:
+        """P6: the policy never changes a block's ref_cnt."""
+        for block, source in getattr(self, "all_blocks", []):
+            if int(block.ref_cnt) != self.ref_of[id(block)]:
+                self.fail("P6", f"{source}.ref_cnt is {block.ref_cnt}, but the caller set {self.ref_of[id(block)]}",
+                          f"{source}.ref_cnt == {self.ref_of[id(block)]}")

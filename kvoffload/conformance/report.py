@@ -1,0 +1,120 @@
+"""What a backend author reads: the failure exception, the result object, and the
+reproduction snippet built from a recorded call log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+__all__ = ["ConformanceFailure", "ConformanceResult", "CallLog"]
+
+
+class ConformanceFailure(AssertionError):
+    """A target broke clause ``clause`` (also listed first in ``clauses``).
+
+    Carries the reproduction snippet of the example that failed, so the runner can
+    report it after hypothesis has shrunk the failing call sequence.
+    """
+
+    def __init__(self, clauses: Iterable[str], message: str, reproduction: str = "") -> None:
+        self.clauses = tuple(dict.fromkeys(clauses))
+        self.clause = self.clauses[0] if self.clauses else "?"
+        self.message = message if message.startswith(self.clause) else f"{self.clause}: {message}"
+        self.reproduction = reproduction
+        super().__init__(self.message)
+
+
+@attrs.define
+class ConformanceResult:
+    """The outcome of one conformance run (``check_manager`` and friends)."""
+
+    target: str
+    kind: str
+    policy: str
+    strict: bool
+    ok: bool
+    clauses: tuple[str, ...] = ()
+    message: str = ""
+    reproduction: str = ""
+    steps: int = 0
+    examples: int = 0
+    clauses_exercised: tuple[str, ...] = ()
+    seconds: float = 0.0
+    seed: int = 0
+
+    @property
+    def clause(self) -> str | None:
+        """The first violated clause, or ``None`` when the target conforms."""
+        return self.clauses[0] if self.clauses else None
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        """One line: what ran, how much, how fast."""
+        mode = f"{self.kind}, policy={self.policy}, {'strict' if self.strict else 'default'} mode, seed={self.seed}"
+        return (
+            f"{self.steps} steps in {self.examples} examples, {self.seconds:.1f} s "
+            f"({self.steps_per_second:.0f} steps/s) [{mode}]"
+        )
+
+    def report(self) -> str:
+        """The text the CLI prints."""
+        if self.ok:
+            exercised = " ".join(self.clauses_exercised)
+            return (
+                f"{self.target} conforms: {self.summary()}\n"
+                f"clauses exercised: {exercised}"
+            )
+        return (
+            f"{self.target} VIOLATES {', '.join(self.clauses)}\n"
+            f"{self.message}\n\n"
+            f"Reproduction (the shrunk call sequence; paste and run it):\n\n"
+            f"{self.reproduction}\n"
+            f"({self.summary()})"
+        )
+
+
+class CallLog:
+    """A recorded call sequence of one example, rendered as runnable Python."""
+
+    def __init__(self, target_var: str, imports: list[str]) -> None:
+        self.target_var = target_var
+        self.imports = list(imports)
+        self.lines: list[str] = []
+        self._hash_names: dict[bytes, str] = {}
+        self._counter = 0
+
+    def name(self, value: object) -> str:
+        """Source form of a hash (``h0``, ``h1``, ...) or of any other element (repr)."""
+        if type(value) is bytes:
+            found = self._hash_names.get(value)
+            if found is None:
+                found = f"h{len(self._hash_names)}"
+                self._hash_names[value] = found
+            return found
+        return repr(value)
+
+    def var(self, prefix: str = "r") -> str:
+        self._counter += 1
+        return f"{prefix}{self._counter}"
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
+    def render(self, construct: str, failing: str = "", header: str = "") -> str:
+        """The whole snippet: imports, hash definitions, the calls, the failing check."""
+        out: list[str] = []
+        if header:
+            out.extend(f"# {line}" for line in header.splitlines())
+        out.extend(self.imports)
+        out.append("")
+        for value, name in self._hash_names.items():
+            out.append(f'{name} = bytes.fromhex("{value.hex()}")')
+        out.append(f"{self.target_var} = {construct}")
+        out.extend(self.lines)
+        if failing:
+            out.append(failing)
+        return "\n".join(out) + "\n"

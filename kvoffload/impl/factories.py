@@ -1,0 +1,56 @@
+"""Keyword factories for the conformance suite (``kvoffload conform ... MODULE:FACTORY``).
+
+The suite calls a manager factory as ``f(num_blocks=..., enable_events=...)``, a backend
+factory as ``f(num_blocks=...)`` and a policy factory as ``f(cache_capacity=...)``.
+``CPUOffloadingManager`` defaults to LRU; these name the policy (and, for the tests of
+I8, a fingerprint that makes every hash collide).
+"""
+
+from __future__ import annotations
+
+from .components import ARCCachePolicy, CPUBackend, LRUCachePolicy
+from .manager import CPUOffloadingManager
+
+__all__ = [
+    "lru_manager",
+    "arc_manager",
+    "colliding_lru_manager",
+    "colliding_arc_manager",
+    "backend",
+    "lru_policy",
+    "arc_policy",
+]
+
+
+def lru_manager(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+    return CPUOffloadingManager(num_blocks=num_blocks, policy="lru", enable_events=enable_events)
+
+
+def arc_manager(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+    return CPUOffloadingManager(num_blocks=num_blocks, policy="arc", enable_events=enable_events)
+
+
+def colliding_lru_manager(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+    """Every fingerprint equal: only the full-hash comparison keeps hashes apart (I8)."""
+    return CPUOffloadingManager(
+        num_blocks=num_blocks, policy="lru", enable_events=enable_events, fingerprint="constant"
+    )
+
+
+def colliding_arc_manager(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+    """Every fingerprint equal, ARC (I8)."""
+    return CPUOffloadingManager(
+        num_blocks=num_blocks, policy="arc", enable_events=enable_events, fingerprint="constant"
+    )
+
+
+def backend(num_blocks: int) -> CPUBackend:
+    return CPUBackend(num_blocks=num_blocks)
+
+
+def lru_policy(cache_capacity: int) -> LRUCachePolicy:
+    return LRUCachePolicy(cache_capacity)
+
+
+def arc_policy(cache_capacity: int) -> ARCCachePolicy:
+    return ARCCachePolicy(cache_capacity)
