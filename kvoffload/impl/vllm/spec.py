@@ -1,0 +1,168 @@
+"""``KVOffloadingSpec``: vLLM 0.32's ``OffloadingSpec`` built on our ``CPUOffloadingSpec``.
+
+vLLM builds it from an ``OffloadingConfig`` (in the engine core for the scheduler and in
+each worker process). The translation (S1–S4):
+
+- ``hash_block_size`` ← ``config.cache.tokens_per_hash``;
+- ``gpu_block_sizes`` ← ``group.tokens_per_block`` of each KV cache group (one supported);
+- ``block_size`` (S2) ← ``tokens_per_block · blocks_per_chunk`` when vLLM's extra config
+  set ``block_size`` or ``blocks_per_chunk`` (vLLM already turned either into
+  ``config.cache.blocks_per_chunk``);
+- capacity: ``num_blocks`` as given, or from ``cpu_bytes_to_use`` the way vLLM's own
+  CPU spec sizes it: ``cpu_bytes_to_use // round_up(worker_kv_bytes_per_block ·
+  world_size · blocks_per_chunk, page size)``;
+- ``eviction_policy`` (``lru``/``arc``) as given; events on when vLLM publishes KV events;
+- ``kv_layout`` = ``page``: the worker sees canonical ``(num_blocks, page_bytes)`` tensors.
+
+Every error is a ``ValueError`` naming the key and the value (S4), raised before anything
+is allocated.
+"""
+
+from __future__ import annotations
+
+import mmap
+from typing import Any
+
+from vllm.v1.kv_offload.base import OffloadingSpec
+
+from ..cpu_spec import CPUOffloadingSpec
+from ..manager import CPUOffloadingManager
+from .manager import KVOffloadingManager
+from .worker import KVOffloadingWorker
+
+__all__ = ["KVOffloadingSpec"]
+
+#: vLLM 0.32's CPU spec aligns each chunk to the mmap page size (its shared region).
+CHUNK_ALIGNMENT = mmap.PAGESIZE
+
+#: Keys of vLLM's own CPU manager that ours does not implement: refused, not ignored.
+_UNSUPPORTED = ("cache_policy_module_path",)
+
+
+def _positive_int(key: str, value: object) -> int:
+    """An int (or an integral float / digit string, as vLLM's ``int()`` accepts) > 0."""
+    number: int | None = None
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    if number is None or number <= 0:
+        raise ValueError(f"S4: {key}={value!r} must be a positive integer")
+    return number
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
+    """Our manager for vLLM's scheduler, our copy handlers for its worker (S3)."""
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        extra = dict(config.extra_config or {})
+
+        groups = tuple(config.groups)
+        if len(groups) != 1:
+            raise ValueError(
+                f"S1: kvoffload supports one KV cache group, got {len(groups)} groups "
+                f"(tokens_per_block={[g.tokens_per_block for g in groups]})"
+            )
+        for key in _UNSUPPORTED:
+            if extra.get(key) is not None:
+                raise ValueError(f"S4: {key}={extra[key]!r} is not supported by kvoffload")
+        threshold = extra.get("store_threshold")
+        if threshold is not None:
+            if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+                raise ValueError(f"S4: store_threshold={threshold!r} must be a non-negative integer")
+            if threshold >= 2:
+                raise ValueError(
+                    f"S4: store_threshold={threshold!r} is not supported by kvoffload "
+                    "(every offered block is stored; use 0 or 1)"
+                )
+
+        tokens_per_block = int(groups[0].tokens_per_block)
+        blocks_per_chunk = int(config.cache.blocks_per_chunk)
+        if blocks_per_chunk <= 0:
+            raise ValueError(f"S2: blocks_per_chunk={blocks_per_chunk!r} must be a positive integer")
+
+        ours: dict[str, Any] = {"kv_layout": "page"}
+        if "eviction_policy" in extra:
+            ours["eviction_policy"] = extra["eviction_policy"]
+        if "block_size" in extra or "blocks_per_chunk" in extra:
+            if "block_size" in extra:
+                requested = _positive_int("block_size", extra["block_size"])
+                if requested != tokens_per_block * blocks_per_chunk:
+                    raise ValueError(
+                        f"S2: block_size={extra['block_size']!r} is not the chunk vLLM configured: "
+                        f"{blocks_per_chunk} block(s) of {tokens_per_block} tokens"
+                    )
+            ours["block_size"] = tokens_per_block * blocks_per_chunk
+
+        world_size = max(int(config.parallel.world_size), 1)
+        has_count = extra.get("num_blocks") is not None
+        has_bytes = extra.get("cpu_bytes_to_use") is not None
+        if has_count == has_bytes:
+            raise ValueError(
+                "S4: set exactly one of cpu_bytes_to_use and num_blocks in "
+                f"kv_connector_extra_config, got cpu_bytes_to_use={extra.get('cpu_bytes_to_use')!r}, "
+                f"num_blocks={extra.get('num_blocks')!r}"
+            )
+        if has_count:
+            num_blocks = _positive_int("num_blocks", extra["num_blocks"])
+        else:
+            budget = _positive_int("cpu_bytes_to_use", extra["cpu_bytes_to_use"])
+            per_block = int(config.worker_kv_bytes_per_block)
+            if per_block <= 0:
+                raise ValueError(
+                    f"S4: cpu_bytes_to_use={extra['cpu_bytes_to_use']!r} needs the KV bytes per "
+                    f"block, but vLLM reported worker_kv_bytes_per_block={per_block}"
+                )
+            per_chunk = _round_up(per_block * world_size * blocks_per_chunk, CHUNK_ALIGNMENT)
+            num_blocks = budget // per_chunk
+            if num_blocks <= 0:
+                raise ValueError(
+                    f"S4: cpu_bytes_to_use={extra['cpu_bytes_to_use']!r} holds no offloaded block "
+                    f"of {per_chunk} bytes"
+                )
+        ours["num_blocks"] = num_blocks
+
+        self.num_blocks = num_blocks
+        self.core = CPUOffloadingSpec(
+            hash_block_size=int(config.cache.tokens_per_hash),
+            gpu_block_sizes=[tokens_per_block],
+            extra_config=ours,
+            enable_events=bool(config.enable_kv_cache_events),
+        )
+        self._manager: KVOffloadingManager | None = None
+        self._worker: KVOffloadingWorker | None = None
+
+    def _new_core_manager(self) -> CPUOffloadingManager:
+        core = self.core
+        return CPUOffloadingManager(
+            num_blocks=core.num_blocks,
+            policy=core.eviction_policy,
+            enable_events=core.enable_events,
+            block_size=core.offloaded_block_sizes[0],
+        )
+
+    def get_manager(self) -> KVOffloadingManager:
+        """S3: the same adapter on every call (``reset_cache`` swaps its core manager)."""
+        if self._manager is None:
+            self._manager = KVOffloadingManager(self._new_core_manager)
+        return self._manager
+
+    def get_worker(self, kv_caches: Any) -> KVOffloadingWorker:
+        """The worker adapter over vLLM's canonical KV tensors (built once)."""
+        if self._worker is None:
+            self._worker = KVOffloadingWorker(
+                kv_caches,
+                gpu_block_size=self.core.gpu_block_size,
+                block_size_factor=self.core.block_size_factor,
+                num_cpu_blocks=self.core.num_blocks,
+            )
+        return self._worker

@@ -1,0 +1,59 @@
+"""Helpers of the vLLM lane. vLLM is imported lazily: the default test run (without
+vLLM) imports nothing from here: every test module skips before importing it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def offloading_config(
+    extra: dict[str, Any],
+    *,
+    tokens_per_block: int = 16,
+    tokens_per_hash: int = 16,
+    blocks_per_chunk: int = 1,
+    groups: int = 1,
+    bytes_per_block: int = 32768,
+    world_size: int = 1,
+    events: bool = False,
+) -> Any:
+    """A vLLM 0.32 ``OffloadingConfig`` as ``build_offloading_config`` would make it."""
+    from vllm.v1.kv_offload.config import (
+        OffloadingCacheConfig,
+        OffloadingConfig,
+        OffloadingGroupConfig,
+        OffloadingModelConfig,
+        OffloadingParallelConfig,
+    )
+
+    return OffloadingConfig(
+        groups=tuple(
+            OffloadingGroupConfig(tokens_per_block=tokens_per_block, layer_names=(f"l{g}",), group_id=g)
+            for g in range(groups)
+        ),
+        worker_kv_bytes_per_block=bytes_per_block,
+        enable_kv_cache_events=events,
+        extra_config={"spec_name": "KVOffloadingSpec", "spec_module_path": "kvoffload.impl.vllm", **extra},
+        engine_id="test-engine",
+        model=OffloadingModelConfig(name="tiny", dtype="float32"),
+        cache=OffloadingCacheConfig(tokens_per_hash=tokens_per_hash, blocks_per_chunk=blocks_per_chunk),
+        parallel=OffloadingParallelConfig(
+            rank=0,
+            world_size=world_size,
+            tp_size=world_size,
+            pp_size=1,
+            pcp_size=1,
+            dcp_size=1,
+            data_parallel_index=0,
+            data_parallel_size=1,
+            data_parallel_rank_local=None,
+            is_parallelism_agnostic=True,
+        ),
+    )
+
+
+def key(i: int, group: int = 0) -> bytes:
+    """An ``OffloadKey``: a 32-byte block hash plus the 4-byte group index (36 bytes)."""
+    from vllm.v1.kv_offload.base import make_offload_key
+
+    return bytes(make_offload_key(i.to_bytes(32, "big"), group))
