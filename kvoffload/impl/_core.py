@@ -11,7 +11,7 @@ nodes = ``2C`` for ARC, 0 for LRU, ``N = C + G`` nodes):
 
 * ``a64`` (int64): ``meta`` (``_layout``) | ``ts[C]`` recency stamps | ``hts[C]`` heap keys
 * ``a32`` (int32): ``ref[C]`` | ``hpos[C]`` | ``hnode[C]`` | ``free[C]`` (stack) |
-  ``gprev[G]`` | ``gnext[G]`` | ``gfree[G]``
+  ``bprev[C]`` | ``bnext[C]`` (recency lists) | ``gprev[G]`` | ``gnext[G]`` | ``gfree[G]``
 * ``a8`` (int8): ``lst[N]`` (0 free, 1 LRU/T1, 2 T2, 3 B1, 4 B2) | ``prot[C]``
 * ``pf`` (float64[1]): ARC's target ``p``.
 
@@ -21,6 +21,23 @@ With ``addr != 0`` the entry point first reads the caller's list at ``addr`` int
 ``q``/``lens`` (``_batch.gather``); with ``addr == 0`` the caller packed them.
 
 Nodes ``0 … C-1`` are blocks (node id == block id); ghosts are nodes ``C … N-1``.
+
+Eviction order (L3, A4) without a per-victim heap pop: each present block is in one of
+three places, told by ``hpos``:
+
+* ``-1`` — its recency list (``_lists``: LRU, or T1/T2), in stamp order;
+* ``PARKED`` (-2) — out of every structure: it was met at a list's head while pending or
+  in use (not evictable), or left the reactivated heap on ``prepare_load``;
+* ``>= 0`` — its list's *reactivated heap* (``_heap``, keyed by its own stamp): a parked
+  block that became evictable again (``complete_store``, ``complete_load``).
+
+The oldest eligible block of a list is the older of the list's head (after parking the
+non-evictable blocks met there; each block is parked at most once per non-evictable
+episode, so the walk is amortised O(1)) and the heap's top. Ready idle blocks are never
+parked, so the order of the eligible blocks is exactly the stamp order (L1–L3). In the
+steady state (stores complete before their blocks grow old) nothing is parked and a
+victim is a list pop. ``meta[ELIG]`` counts ready idle blocks, so a refused store is
+decided before anything moves (M5.4, I7).
 Every operation checks what it needs before it changes anything and returns a negative
 code (details in ``info``) after changing nothing.
 """
@@ -34,7 +51,6 @@ from ._batch import GATHER_BAD, GATHER_WIDE, gather, pack
 from ._heap import (
     _g_append,
     _g_unlink,
-    _heap_increased,
     _heap_push,
     _heap_remove,
     _hp,
@@ -44,9 +60,11 @@ from ._layout import (
     BYTES_TYPE,
     CAP,
     CLOCK,
+    ELIG,
     FPMASK,
     HEAD0,
     HS0,
+    LHEAD0,
     META_SIZE,
     N1,
     NFREE,
@@ -54,6 +72,7 @@ from ._layout import (
     NODES,
     SHIFT,
 )
+from ._lists import _l_append, _l_prepend, _l_unlink
 from ._table import _P1, _U32, _find, _fingerprint, _node_tag, _slot_of, _table_delete, _tag
 
 __all__ = [
@@ -74,6 +93,7 @@ __all__ = [
 
 KEYS_NARROW = -102  # prepare_store: a hash is longer than ``keys`` rows hold (info[0]: words)
 IO_INFO = 8  # io[:IO_INFO] is ``info``
+PARKED = -2  # ``hpos`` of a block in neither its list nor its heap
 
 
 # --------------------------------------------------------------------------- plumbing
@@ -89,12 +109,14 @@ def _split(a64, a32, a8):  # type: ignore[no-untyped-def]
     hpos = a32[cap : 2 * cap]
     hnode = a32[2 * cap : 3 * cap]
     free = a32[3 * cap : 4 * cap]
-    gprev = a32[4 * cap : 4 * cap + g]
-    gnext = a32[4 * cap + g : 4 * cap + 2 * g]
-    gfree = a32[4 * cap + 2 * g : 4 * cap + 3 * g]
+    bprev = a32[4 * cap : 5 * cap]
+    bnext = a32[5 * cap : 6 * cap]
+    gprev = a32[6 * cap : 6 * cap + g]
+    gnext = a32[6 * cap + g : 6 * cap + 2 * g]
+    gfree = a32[6 * cap + 2 * g : 6 * cap + 3 * g]
     lst = a8[:nodes]
     prot = a8[nodes : nodes + cap]
-    return meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot
+    return meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext
 
 
 @njit(cache=True)
@@ -158,7 +180,7 @@ def _g_drop(table, keys, meta, lst, gprev, gnext, gfree, nd, slot):  # type: ign
 @njit(cache=True)
 def lookup(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
     """M1: the number of leading hashes that are present and ready."""
-    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = _split(a64, a32, a8)
     info, lens, out_a, out_b, out_c = _io(io)
     w = _load(addr, n, q, lens, meta)
     if w < 0:
@@ -176,7 +198,7 @@ def lookup(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-un
 @njit(cache=True)
 def prepare_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
     """M2: block ids in ``out_a``; -1 (info: index, 1 if pending) and no change on a miss."""
-    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = _split(a64, a32, a8)
     info, lens, out_a, out_b, out_c = _io(io)
     w = _load(addr, n, q, lens, meta)
     if w < 0:
@@ -195,7 +217,10 @@ def prepare_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore
     for i in range(n):
         nd = nodes[i]
         if ref[nd] == 0:
-            _heap_remove(hts, hnode, hpos, meta, lst[nd] - 1, nd)
+            meta[ELIG] -= 1
+            if hpos[nd] >= 0:
+                _heap_remove(hts, hnode, hpos, meta, lst[nd] - 1, nd)
+                hpos[nd] = PARKED
         ref[nd] += 1
         out_a[i] = nd
     return n
@@ -204,16 +229,19 @@ def prepare_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore
 @njit(cache=True)
 def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
     """M3: -1 (info: index, kind, outstanding loads) and no change if not covered."""
-    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = _split(a64, a32, a8)
     info, lens, out_a, out_b, out_c = _io(io)
     w = _load(addr, n, q, lens, meta)
     if w < 0:
         return w
     nodes = _find_all(table, keys, meta, lst, q, lens, n, _tags(q, lens, n, np.uint64(meta[FPMASK])))
+    became_idle = 0
     for i in range(n):
         nd = nodes[i]
         if nd >= 0 and lst[nd] <= 2:
             ref[nd] -= 1
+            if ref[nd] == 0:
+                became_idle += 1  # once per block that ends at 0 (counts only fall)
     bad = -1
     kind = 0
     for i in range(n):
@@ -236,9 +264,10 @@ def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
         nd = nodes[bad]
         info[2] = ref[nd] if nd >= 0 and lst[nd] <= 2 else 0
         return -1
+    meta[ELIG] += became_idle
     for i in range(n):
         nd = nodes[i]
-        if ref[nd] == 0 and hpos[nd] < 0:
+        if ref[nd] == 0 and hpos[nd] == PARKED:  # evictable again, at its own stamp
             _heap_push(hts, hnode, hpos, ts, meta, lst[nd] - 1, nd)
     return n
 
@@ -246,7 +275,7 @@ def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
 @njit(cache=True)
 def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
     """M4, P4, L2, A3: last hash first."""
-    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = _split(a64, a32, a8)
     info, lens, out_a, out_b, out_c = _io(io)
     w = _load(addr, n, q, lens, meta)
     if w < 0:
@@ -259,26 +288,23 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
         if nd < 0:
             continue
         kind = lst[nd]
-        if kind == 1:
+        if kind == 1 or kind == 2:
+            h = kind - 1
             meta[CLOCK] += 1
-            if arc and ref[nd] >= 0:  # A3: ready T1 -> T2
-                if hpos[nd] >= 0:
-                    _heap_remove(hts, hnode, hpos, meta, 0, nd)
+            where = hpos[nd]
+            if where == -1:
+                _l_unlink(bprev, bnext, meta, h, nd)
+            elif where >= 0:
+                _heap_remove(hts, hnode, hpos, meta, h, nd)
+            if arc and kind == 1 and ref[nd] >= 0:  # A3: ready T1 -> T2
                 lst[nd] = 2
                 meta[N1] -= 1
                 meta[N1 + 1] += 1
-                ts[nd] = meta[CLOCK]
-                if ref[nd] == 0:
-                    _heap_push(hts, hnode, hpos, ts, meta, 1, nd)
-            else:  # L2, or A3 pending T1 -> T1's most-recent end
-                ts[nd] = meta[CLOCK]
-                if hpos[nd] >= 0:
-                    _heap_increased(hts, hnode, hpos, ts, meta, 0, nd)
-        elif kind == 2:
-            meta[CLOCK] += 1
+                h = 1
+            # L2, A3: the most-recent end of T2 (or of T1 for a pending T1 block)
             ts[nd] = meta[CLOCK]
-            if hpos[nd] >= 0:
-                _heap_increased(hts, hnode, hpos, ts, meta, 1, nd)
+            hpos[nd] = -1
+            _l_append(bprev, bnext, meta, h, nd)
         elif kind == 3:  # B1 ghost: p grows
             b1 = meta[HEAD0 + 2]
             b2 = meta[HEAD0 + 5]
@@ -309,9 +335,39 @@ def _next_eligible(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[n
 
 
 @njit(cache=True)
+def _candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, lside, nl):  # type: ignore[no-untyped-def]
+    """Oldest unprotected eligible block of list ``h`` (L3, A4), or -1: ``(node, ns, nl)``.
+
+    Non-evictable blocks met at the list's head are parked (for good: they come back
+    through the heap when evictable again); protected eligible ones are set aside in
+    ``lside`` (heap tops in ``side``) and put back by the caller.
+    """
+    m = -1
+    while True:
+        nd = meta[LHEAD0 + 2 * h]
+        if nd < 0:
+            break
+        if ref[nd] != 0:
+            _l_unlink(bprev, bnext, meta, h, nd)
+            hpos[nd] = PARKED
+            continue
+        if prot[nd] != 0:
+            _l_unlink(bprev, bnext, meta, h, nd)
+            lside[nl] = nd
+            nl += 1
+            continue
+        m = nd
+        break
+    e, ns = _next_eligible(hts, hnode, hpos, prot, meta, h, side, ns)
+    if m < 0 or (e >= 0 and ts[e] < ts[m]):
+        return e, ns, nl
+    return m, ns, nl
+
+
+@njit(cache=True)
 def _evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no-untyped-def]
     """Choose and apply ``n`` victims (P5, L3, A4, A5); -1 and no change if impossible."""
-    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = _split(a64, a32, a8)
     cap = meta[CAP]
     arc = meta[ARC] != 0
     shift = np.uint64(meta[SHIFT])
@@ -321,21 +377,25 @@ def _evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no
         nd = nodes[i]
         if nd >= 0 and nd < cap and lst[nd] != 0 and prot[nd] == 0:
             prot[nd] = 1
-            if hpos[nd] >= 0:
+            if ref[nd] == 0:
                 nprot += 1
-    if meta[HS0] + meta[HS0 + 1] - nprot < n:
+    if meta[ELIG] - nprot < n:  # I6: refuse before anything moves (M5.4, I7)
         for i in range(nodes.shape[0]):
             nd = nodes[i]
             if nd >= 0 and nd < cap:
                 prot[nd] = 0
         return -1
     side = np.empty(nprot, np.int64)
+    lside = np.empty(nprot, np.int64)
     ns = 0
+    nl = 0
     from_t1 = np.empty(n, np.bool_)
     t1_victims = 0
     target = np.floor(pf[0])
     for k in range(n):
-        e1, ns = _next_eligible(hts, hnode, hpos, prot, meta, 0, side, ns)
+        e1 = meta[LHEAD0]
+        if e1 < 0 or ref[e1] != 0 or prot[e1] != 0 or meta[HS0] != 0:  # not the plain list pop
+            e1, ns, nl = _candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, 0, side, ns, lside, nl)
         take_t1 = False
         if not arc:
             take_t1 = True
@@ -343,19 +403,26 @@ def _evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no
             if meta[N1] - t1_victims >= target:
                 take_t1 = True
             else:
-                e2, ns = _next_eligible(hts, hnode, hpos, prot, meta, 1, side, ns)
+                e2, ns, nl = _candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, 1, side, ns, lside, nl)
                 take_t1 = e2 < 0
         if take_t1:
             victim = e1
             t1_victims += 1
         else:
-            victim, ns = _next_eligible(hts, hnode, hpos, prot, meta, 1, side, ns)
-        _heap_remove(hts, hnode, hpos, meta, lst[victim] - 1, victim)
+            victim, ns, nl = _candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, 1, side, ns, lside, nl)
+        if hpos[victim] >= 0:
+            _heap_remove(hts, hnode, hpos, meta, lst[victim] - 1, victim)
+        else:
+            _l_unlink(bprev, bnext, meta, lst[victim] - 1, victim)
         out_vic[k] = victim
         from_t1[k] = take_t1
     for j in range(ns):
         nd = side[j]
         _heap_push(hts, hnode, hpos, ts, meta, lst[nd] - 1, nd)
+    for j in range(nl - 1, -1, -1):  # protected heads back in front, in their order
+        nd = lside[j]
+        _l_prepend(bprev, bnext, meta, lst[nd] - 1, nd)
+    meta[ELIG] -= n
     for i in range(nodes.shape[0]):
         nd = nodes[i]
         if nd >= 0 and nd < cap:
@@ -392,7 +459,7 @@ def _evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no
 def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
     """M5: count stored; batch indices in ``out_a``, block ids in ``out_b``, victims in
     ``out_c`` (info[0]: victim count); -1 (refused), ``KEYS_NARROW``: no change."""
-    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = _split(a64, a32, a8)
     info, lens, out_idx, out_ids, out_vic = _io(io)
     w = _load(addr, n, q, lens, meta)
     if w < 0:
@@ -462,6 +529,7 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
         meta[CLOCK] += 1
         ts[b] = meta[CLOCK]
         hpos[b] = -1
+        _l_append(bprev, bnext, meta, 0, b)
         meta[N1] += 1
         s, g = _find(table, keys, shift, q, i, length, tags[i])
         table[s] = (tags[i] << _U32) | np.uint64(b + 1)
@@ -473,7 +541,7 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
 @njit(cache=True)
 def store_ok(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
     """M6: pending -> ready; count, and the batch indices that became ready in ``out_a``."""
-    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = _split(a64, a32, a8)
     info, lens, out_a, out_b, out_c = _io(io)
     w = _load(addr, n, q, lens, meta)
     if w < 0:
@@ -486,7 +554,9 @@ def store_ok(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-
         s, nd = _find(table, keys, shift, q, i, lens[i], tag)
         if nd >= 0 and lst[nd] <= 2 and ref[nd] == -1:
             ref[nd] = 0
-            _heap_push(hts, hnode, hpos, ts, meta, lst[nd] - 1, nd)
+            meta[ELIG] += 1
+            if hpos[nd] == PARKED:  # met at the head while pending: compete at its stamp
+                _heap_push(hts, hnode, hpos, ts, meta, lst[nd] - 1, nd)
             out_a[m] = i
             m += 1
     return m
@@ -495,7 +565,7 @@ def store_ok(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-
 @njit(cache=True)
 def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
     """M7: drop pending blocks (no event); the count dropped."""
-    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot = _split(a64, a32, a8)
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = _split(a64, a32, a8)
     info, lens, out_a, out_b, out_c = _io(io)
     w = _load(addr, n, q, lens, meta)
     if w < 0:
@@ -508,6 +578,9 @@ def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
         s, nd = _find(table, keys, shift, q, i, lens[i], tag)
         if nd >= 0 and lst[nd] <= 2 and ref[nd] == -1:
             meta[N1 + lst[nd] - 1] -= 1
+            if hpos[nd] == -1:
+                _l_unlink(bprev, bnext, meta, lst[nd] - 1, nd)
+            hpos[nd] = -1
             _table_delete(table, shift, s)
             lst[nd] = 0
             ref[nd] = 0
@@ -527,4 +600,4 @@ def table_size(nodes: int) -> int:
 
 def arena_sizes(capacity: int, ghosts: int) -> tuple[int, int, int]:
     """Lengths of the int64, int32 and int8 arenas."""
-    return META_SIZE + 2 * capacity, 4 * capacity + 3 * ghosts, capacity + ghosts + capacity
+    return META_SIZE + 2 * capacity, 6 * capacity + 3 * ghosts, capacity + ghosts + capacity

@@ -1,10 +1,11 @@
-"""Eviction-candidate heaps and ARC ghost lists of the compiled manager.
+"""Reactivated-block heaps and ARC ghost lists of the compiled manager.
 
-Eviction candidates (present, ready, ``ref_cnt == 0``) live in a 4-ary min-heap keyed by
-the recency stamp ``ts``: one for LRU, one per list for ARC (T1 and T2 share one array,
-T2's heap grows from the far end). Pending and in-use blocks are not in a heap, so a
-victim is found without walking past them. B1/B2 are intrusive doubly-linked lists over
-the ghost nodes (``gprev``/``gnext``, indexed by ``node - capacity``).
+A block met at its recency list's head while pending or in use is parked (see
+``_core``); when it becomes ready and idle again it enters its list's 4-ary min-heap keyed
+by its own recency stamp ``ts`` (one heap for LRU, one per list for ARC: T1 and T2 share
+one array, T2's heap grows from the far end), so that it competes for eviction at its
+own age. In the steady state the heaps stay empty. B1/B2 are intrusive doubly-linked
+lists over the ghost nodes (``gprev``/``gnext``, indexed by ``node - capacity``).
 """
 
 from __future__ import annotations
@@ -90,12 +91,6 @@ def _heap_remove(hts, hnode, hpos, meta, h, nd):  # type: ignore[no-untyped-def]
         _sift_up(hts, hnode, hpos, h, i, cap, t, x)
     else:
         _sift_down(hts, hnode, hpos, h, i, size, cap, t, x)
-
-
-@njit(cache=True)
-def _heap_increased(hts, hnode, hpos, ts, meta, h, nd):  # type: ignore[no-untyped-def]
-    """``ts[nd]`` grew: move ``nd`` down to its place."""
-    _sift_down(hts, hnode, hpos, h, np.int64(hpos[nd]), meta[HS0 + h], meta[CAP], ts[nd], nd)
 
 
 @njit(cache=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 CLOCK = 0  # monotonic recency stamp
 NFREE = 1  # free blocks (top of the free stack)
-HS0 = 2  # heap sizes: HS0 + heap id (0: LRU/T1, 1: T2)
+HS0 = 2  # reactivated-heap sizes: HS0 + list id (0: LRU/T1, 1: T2)
 N1 = 4  # |LRU| or |T1| (N1 + 1 = |T2|), pending and in-use included
 HEAD0 = 6  # ghost list g: head (LRU end) 6 + 3g, tail (MRU end) 7 + 3g, size 8 + 3g
 NGFREE = 12  # free ghost nodes
@@ -20,4 +20,6 @@ SHIFT = 15  # 64 - log2(table size)
 NODES = 16  # blocks + ghost nodes
 FPMASK = 17  # fingerprint mask (test seam), uint64 bits
 BYTES_TYPE = 18  # id(bytes): what ``gather`` accepts as an element type
+LHEAD0 = 19  # recency list h (0: LRU/T1, 1: T2): head (least recent) 19 + 2h, tail 20 + 2h
+ELIG = 23  # ready idle blocks (ref_cnt == 0), both lists: eviction candidates
 META_SIZE = 24

@@ -29,7 +29,22 @@ from ..spec.types import (
 )
 from . import _core
 from ._batch import GATHER_BAD
-from ._layout import ARC, BYTES_TYPE, CAP, FPMASK, HEAD0, HS0, META_SIZE, N1, NFREE, NGFREE, NODES, SHIFT
+from ._layout import (
+    ARC,
+    BYTES_TYPE,
+    CAP,
+    ELIG,
+    FPMASK,
+    HEAD0,
+    HS0,
+    LHEAD0,
+    META_SIZE,
+    N1,
+    NFREE,
+    NGFREE,
+    NODES,
+    SHIFT,
+)
 from ._pyobj import LAYOUT_OK
 from .fingerprint import fingerprint_mask
 
@@ -116,6 +131,7 @@ class CPUOffloadingManager(OffloadingManager):
         meta[ARC] = int(arc)
         meta[SHIFT] = 64 - (size.bit_length() - 1)
         meta[HEAD0 : HEAD0 + 6] = [-1, -1, 0, -1, -1, 0]
+        meta[LHEAD0 : LHEAD0 + 4] = -1  # recency lists LRU/T1 and T2: empty
         meta[NGFREE] = ghosts
         meta[FPMASK] = np.array([mask], np.uint64).view(np.int64)[0]
         meta[BYTES_TYPE] = id(bytes)
@@ -125,10 +141,12 @@ class CPUOffloadingManager(OffloadingManager):
         self._ref = a32[0:c]
         self._hpos = a32[c : 2 * c]
         self._free = a32[3 * c : 4 * c]
+        self._bprev = a32[4 * c : 5 * c]
+        self._bnext = a32[5 * c : 6 * c]
         self._hpos[:] = -1
         self._free[:] = np.arange(c - 1, -1, -1, dtype=np.int32)  # block 0 on top
-        a32[4 * c : 4 * c + 2 * g] = -1  # gprev, gnext
-        a32[4 * c + 2 * g : 4 * c + 3 * g] = np.arange(3 * c - 1, c - 1, -1, dtype=np.int32)[:g]
+        a32[4 * c : 6 * c + 2 * g] = -1  # bprev, bnext, gprev, gnext
+        a32[6 * c + 2 * g : 6 * c + 3 * g] = np.arange(3 * c - 1, c - 1, -1, dtype=np.int32)[:g]
         self._lst = self._a8[:nodes]
         # The Python hash objects by block id, to hand back evicted hashes without copies.
         self._objects: npt.NDArray[np.object_] = np.empty(cap, dtype=object)
@@ -341,11 +359,24 @@ class CPUOffloadingManager(OffloadingManager):
             raise ContractViolation("I4", "a free block is also allocated or listed twice")
         if (ref[present] < -1).any():
             raise ContractViolation("I2", "a ref_cnt is below -1")
-        in_heap = hpos >= 0
-        if not np.array_equal(in_heap, present & (ref == 0)):
-            raise ContractViolation("I3", "eviction candidates are not exactly the ready idle blocks")
-        if int(meta[HS0] + meta[HS0 + 1]) != int(in_heap.sum()):
-            raise ContractViolation("I3", "heap sizes disagree with the candidates")
+        idle = present & (ref == 0)
+        in_heap = present & (hpos >= 0)
+        if (in_heap & ~idle).any() or (idle & (hpos == _core.PARKED)).any():
+            raise ContractViolation("I3", "an eviction candidate is parked, or a busy block is in a heap")
+        if int(meta[HS0] + meta[HS0 + 1]) != int(in_heap.sum()) or int(meta[ELIG]) != int(idle.sum()):
+            raise ContractViolation("I3", "heap sizes or the candidate count disagree with the blocks")
+        ts = self._a64[META_SIZE : META_SIZE + cap]
+        for h in (0, 1):
+            want = present & (blk == h + 1) & (hpos == -1)
+            seen = np.zeros(cap, bool)
+            nd, prev, last = int(meta[LHEAD0 + 2 * h]), -1, -1
+            while nd >= 0:
+                if seen[nd] or not want[nd] or int(self._bprev[nd]) != prev or int(ts[nd]) <= last:
+                    raise ContractViolation("I3", f"recency list {h} is broken at block {nd}")
+                seen[nd] = True
+                prev, last, nd = nd, int(ts[nd]), int(self._bnext[nd])
+            if int(meta[LHEAD0 + 2 * h + 1]) != prev or not np.array_equal(seen, want):
+                raise ContractViolation("I3", f"recency list {h} does not hold exactly its blocks")
         if int(meta[N1]) != int((blk == 1).sum()) or int(meta[N1 + 1]) != int((blk == 2).sum()):
             raise ContractViolation("I1", "list sizes disagree with the blocks")
         ghosts = int((lst[cap:] >= 3).sum())
