@@ -55,7 +55,12 @@ class LazyGroup(click.Group):
 
 @click.group(
     cls=LazyGroup,
-    lazy={"conform": "kvoffload.conformance.cli:conform"},
+    lazy={
+        "conform": "kvoffload.conformance.cli:conform",
+        "fuzz": "kvoffload.conformance.fuzz:fuzz",
+        "simulate": "kvoffload.conformance.simulation:simulate",
+        "check-exhaustive": "kvoffload.conformance.exhaustive:check_exhaustive",
+    },
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(__version__, prog_name="kvoffload")

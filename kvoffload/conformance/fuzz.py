@@ -1,0 +1,349 @@
+"""``kvoffload fuzz {manager|backend|policy|handler}``: time-boxed stateful fuzzing.
+
+The conformance suite's machines (lockstep with the reference model) run round after
+round under *exploring* hypothesis settings until the time budget is spent: no fixed
+seed (unless ``--seed``), no deadline, and an example database (``.kvoffload-fuzz-db``
+or ``--database DIR``) so that a failure found once is replayed first on the next run.
+``conform`` is the reproducible gate; ``fuzz`` is the search that feeds it.
+
+``--seed N`` makes the rounds reproducible; hypothesis then neither replays nor saves
+examples (a seeded test bypasses the database), so leave it off when hunting.
+
+Targets: ``impl`` (default; our production components), ``reference`` (the model
+itself, a self-check) or ``MODULE:FACTORY`` (a third party's, called as ``conform``
+calls it). For ``--target impl`` the manager rounds cycle through LRU and ARC in exact
+mode (victims compared with the reference policy), each in default and strict mode;
+the policy rounds cycle LRU and ARC; ``--policy`` and ``--strict`` pin a mode.
+``handler`` runs ``check_handler`` (H1–H3, E1) with fresh random seeds until time is up.
+
+Exit status: 0 the budget ran out and nothing was found; 1 a violation (or an
+unexpected error) was found and its shrunk reproduction printed; 2 bad arguments, or a
+factory that cannot be loaded or built.
+
+**A failure found by fuzzing becomes a regression test.** The example database is a
+local cache: it does not survive a fresh clone or a CI runner, so it is no record. When
+``fuzz`` reports a violation, paste the printed reproduction (a self-contained script)
+into a test under ``tests/`` (e.g. ``tests/test_regressions.py``, one function per
+finding, named after the clause), fix the code, and keep the test.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import click
+import hypothesis
+from hypothesis import HealthCheck, Phase, Verbosity
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.stateful import get_state_machine_test
+
+from ..spec.clauses import clause_sort_key
+from .loading import FactoryLoadError, load_factory
+from .machine_base import FactoryRef, RunStats, TargetSetupError
+from .report import ConformanceFailure, ConformanceResult
+from .runner import SMOKE_ARGUMENTS, machine_for
+
+__all__ = ["DEFAULT_DATABASE", "FuzzRound", "FuzzOutcome", "plan_rounds", "fuzz_machines", "fuzz_handler", "fuzz"]
+
+DEFAULT_DATABASE = ".kvoffload-fuzz-db"
+KINDS = ("manager", "backend", "policy", "handler")
+#: (max_examples, steps per example) of one round; a round lasts a second or two.
+ROUND_BUDGET: dict[str, tuple[int, int]] = {"manager": (25, 50), "backend": (40, 40), "policy": (25, 50)}
+
+_IMPL = "kvoffload.impl.factories"
+_REF = "kvoffload.conformance.factories"
+#: (source, policy mode) pairs per kind and built-in target.
+_BUILTIN: dict[tuple[str, str], list[tuple[str, str]]] = {
+    ("manager", "impl"): [(f"{_IMPL}:lru_manager", "lru"), (f"{_IMPL}:arc_manager", "arc")],
+    ("manager", "reference"): [(f"{_REF}:reference_lru_manager", "lru"), (f"{_REF}:reference_arc_manager", "arc")],
+    ("backend", "impl"): [(f"{_IMPL}:backend", "any")],
+    ("backend", "reference"): [(f"{_REF}:reference_backend", "any")],
+    ("policy", "impl"): [(f"{_IMPL}:lru_policy", "lru"), (f"{_IMPL}:arc_policy", "arc")],
+    ("policy", "reference"): [(f"{_REF}:reference_lru_policy", "lru"), (f"{_REF}:reference_arc_policy", "arc")],
+}
+
+
+@attrs.frozen
+class FuzzRound:
+    """One mode a round runs in: which factory, which policy mode, strict or not."""
+
+    source: str
+    factory: Callable[..., Any]
+    policy: str
+    strict: bool
+
+    def label(self) -> str:
+        return f"{self.source} [{self.policy}{', strict' if self.strict else ''}]"
+
+
+@attrs.define
+class FuzzOutcome:
+    """What a fuzz run did; ``result`` is the failing run's report, if any."""
+
+    kind: str
+    rounds: int = 0
+    steps: int = 0
+    examples: int = 0
+    seconds: float = 0.0
+    clauses: tuple[str, ...] = ()
+    result: ConformanceResult | None = None
+    handler_failure: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.result is None and not self.handler_failure
+
+    @property
+    def steps_per_second(self) -> float:
+        return self.steps / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        return (
+            f"fuzz {self.kind}: {self.rounds} rounds, {self.examples} examples, {self.steps} steps in "
+            f"{self.seconds:.1f} s ({self.steps_per_second:.0f} steps/s); clauses exercised: "
+            f"{' '.join(self.clauses) or '-'}"
+        )
+
+
+def plan_rounds(kind: str, target: str, policy: str | None, strict: bool) -> list[FuzzRound]:
+    """The modes to cycle through; raises ``click.UsageError`` for bad arguments."""
+    if (kind, target) in _BUILTIN:
+        modes = _BUILTIN[(kind, target)]
+        if policy is not None and policy != "any":
+            modes = [m for m in modes if m[1] == policy] or [(modes[0][0], policy)]
+        elif policy == "any":
+            modes = [(source, "any") for source, _ in modes]
+        loaded = [(source, load_factory(source), mode) for source, mode in modes]
+        stricts = [True] if strict else ([False, True] if kind == "manager" else [False])
+        return [FuzzRound(s, f, m, st) for st in stricts for s, f, m in loaded]
+    if target in ("impl", "reference"):
+        raise click.UsageError(f"no built-in {target} target for {kind}")
+    try:
+        factory = load_factory(target)
+    except FactoryLoadError as error:
+        raise click.UsageError(str(error)) from None
+    mode = "any" if kind == "backend" else (policy or "any")
+    return [FuzzRound(target, factory, mode, strict)]
+
+
+def _settings(max_examples: int, steps: int, database: ExampleDatabase | None) -> hypothesis.settings:
+    return hypothesis.settings(
+        max_examples=max_examples,
+        stateful_step_count=steps,
+        database=database,
+        derandomize=False,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+
+
+def _find(error: BaseException, cls: type[BaseException]) -> BaseException | None:
+    """``error`` or the first ``cls`` inside it (exception groups, causes, contexts)."""
+    seen: set[int] = set()
+    stack = [error]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, cls):
+            return current
+        stack.extend(getattr(current, "exceptions", ()) or ())
+        stack.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return None
+
+
+def _check_builds(kind: str, fuzz_round: FuzzRound) -> None:
+    try:
+        fuzz_round.factory(**SMOKE_ARGUMENTS[kind])
+    except Exception as error:
+        raise TargetSetupError(f"{fuzz_round.source} raised {type(error).__name__}: {error}") from error
+
+
+def _progress(line: str, stream: Any) -> None:
+    if stream is not None:
+        stream.write("\r" + line + " " * 4)
+        stream.flush()
+
+
+def fuzz_machines(
+    kind: str,
+    rounds: list[FuzzRound],
+    *,
+    seconds: float,
+    database: ExampleDatabase | None,
+    seed: int | None = None,
+    progress: Any = None,
+    budget: tuple[int, int] | None = None,
+) -> FuzzOutcome:
+    """Run the suite's machine for ``kind`` round after round until ``seconds`` pass or a
+    violation is found. Raises ``TargetSetupError`` if a factory cannot build its target."""
+    for fuzz_round in rounds:
+        _check_builds(kind, fuzz_round)
+    max_examples, steps = budget or ROUND_BUDGET[kind]
+    stats = RunStats()
+    outcome = FuzzOutcome(kind)
+    seeds = random.Random(seed) if seed is not None else None
+    started = time.perf_counter()
+    deadline = started + seconds
+    index = 0
+    while time.perf_counter() < deadline:
+        fuzz_round = rounds[index % len(rounds)]
+        index += 1
+        reference = FactoryRef.of(fuzz_round.factory, fuzz_round.source)
+        machine = machine_for(kind, reference, fuzz_round.policy, fuzz_round.strict, stats)
+        test = get_state_machine_test(machine, settings=_settings(max_examples, steps, database))
+        if seeds is not None:
+            test = hypothesis.seed(seeds.getrandbits(64))(test)
+        try:
+            test()
+        except Exception as error:
+            setup = _find(error, TargetSetupError)
+            if setup is not None:
+                raise setup from None
+            failure = _find(error, ConformanceFailure)
+            result = ConformanceResult(
+                target=fuzz_round.source, kind=kind, policy=fuzz_round.policy if kind != "backend" else "-",
+                strict=fuzz_round.strict, ok=False, seed=seed if seed is not None else -1,
+            )
+            if isinstance(failure, ConformanceFailure):
+                result.clauses, result.message = failure.clauses, failure.message
+                result.reproduction = failure.reproduction
+            else:
+                result.clauses = ("?",)
+                result.message = "the target raised an unexpected error: " + "".join(
+                    traceback.format_exception(type(error), error, error.__traceback__)
+                ).strip()
+            outcome.result = result
+        outcome.rounds = index
+        outcome.seconds = time.perf_counter() - started
+        outcome.steps, outcome.examples = stats.steps, stats.examples
+        outcome.clauses = tuple(sorted(stats.clauses, key=clause_sort_key))
+        _progress(
+            f"fuzz {kind}: round {index} {fuzz_round.label()}: {stats.steps} steps, {stats.examples} examples, "
+            f"{outcome.seconds:.0f}/{seconds:.0f} s, {len(stats.clauses)} clauses exercised",
+            progress,
+        )
+        if outcome.result is not None:
+            outcome.result.steps, outcome.result.examples = stats.steps, stats.examples
+            outcome.result.seconds = outcome.seconds
+            outcome.result.clauses_exercised = outcome.clauses
+            break
+    if progress is not None:
+        progress.write("\n")
+    return outcome
+
+
+def fuzz_handler(
+    factory: Callable[..., Any],
+    *,
+    seconds: float,
+    seed: int | None = None,
+    name: str = "handler",
+    progress: Any = None,
+    examples_per_round: int = 10,
+) -> FuzzOutcome:
+    """``check_handler`` with fresh seeds until ``seconds`` pass or a violation is found."""
+    from .handler import check_handler
+
+    seeds = random.Random(seed)
+    outcome = FuzzOutcome("handler")
+    started = time.perf_counter()
+    while time.perf_counter() < started + seconds:
+        round_seed = seeds.getrandbits(32)
+        result = check_handler(factory, max_examples=examples_per_round, seed=round_seed, name=name)
+        outcome.rounds += 1
+        outcome.examples += result.examples
+        outcome.seconds = time.perf_counter() - started
+        _progress(
+            f"fuzz handler: round {outcome.rounds} (seed {round_seed}): {outcome.examples} examples, "
+            f"{outcome.seconds:.0f}/{seconds:.0f} s",
+            progress,
+        )
+        if not result.ok:
+            outcome.handler_failure = f"(round seed {round_seed})\n" + result.format()
+            break
+    outcome.clauses = ("H1", "H2", "H3", "E1")
+    if progress is not None:
+        progress.write("\n")
+    return outcome
+
+
+def _handler_factory(target: str) -> tuple[Callable[..., Any], str]:
+    if target == "impl":
+        from kvoffload.impl.copy import build_cpu_handlers
+
+        return build_cpu_handlers, "kvoffload.impl.copy:build_cpu_handlers"
+    if target == "reference":
+        raise click.UsageError("there is no reference copy handler; use --target impl or MODULE:FACTORY")
+    try:
+        return load_factory(target), target
+    except FactoryLoadError as error:
+        raise click.UsageError(str(error)) from None
+
+
+def _database(path: str) -> Iterator[ExampleDatabase]:
+    directory = Path(path)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise click.UsageError(f"--database {path}: {error}") from None
+    yield DirectoryBasedExampleDatabase(str(directory))
+
+
+@click.command(name="fuzz", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("kind", type=click.Choice(KINDS))
+@click.option("--target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
+@click.option("--policy", type=click.Choice(["lru", "arc", "any"]), default=None,
+              help="Pin the policy mode (default: impl/reference cycle lru and arc exactly; others any).")
+@click.option("--strict", is_flag=True, help="Strict mode only (default for impl managers: alternate).")
+@click.option("--minutes", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
+              help="Time budget.")
+@click.option("--database", default=DEFAULT_DATABASE, show_default=True,
+              help="Example database directory (failures are replayed first next time).")
+@click.option("--seed", type=int, default=None,
+              help="Seed the rounds (default: random). Hypothesis neither reads nor writes the database when seeded.")
+@click.option("--quiet", is_flag=True, help="No progress line.")
+def fuzz(kind: str, target: str, policy: str | None, strict: bool, minutes: float, database: str,
+         seed: int | None, quiet: bool) -> None:
+    """Fuzz a component in lockstep with the reference model for a time budget.
+
+    Exit 0: nothing found; 1: a violation, with its shrunk reproduction (make it a
+    regression test in tests/); 2: bad arguments or an unbuildable factory.
+    """
+    seconds = minutes * 60.0
+    progress = None if quiet else sys.stderr
+    try:
+        if kind == "handler":
+            if policy is not None or strict:
+                raise click.UsageError("--policy and --strict do not apply to handler")
+            factory, name = _handler_factory(target)
+            outcome = fuzz_handler(factory, seconds=seconds, seed=seed, name=name, progress=progress)
+        else:
+            if kind == "backend" and policy not in (None, "any"):
+                raise click.UsageError("--policy does not apply to backend")
+            rounds = plan_rounds(kind, target, policy, strict)
+            db = next(_database(database))
+            outcome = fuzz_machines(kind, rounds, seconds=seconds, database=db, seed=seed, progress=progress)
+    except TargetSetupError as error:
+        click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
+        raise SystemExit(2) from None
+    if outcome.result is not None:
+        click.echo(outcome.result.report())
+        click.echo("Make this a regression test: paste the reproduction into a test under tests/.")
+    elif outcome.handler_failure:
+        click.echo(outcome.handler_failure)
+        click.echo("Make this a regression test: paste the reproduction into a test under tests/.")
+    click.echo(outcome.summary())
+    raise SystemExit(0 if outcome.ok else 1)

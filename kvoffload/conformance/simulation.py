@@ -1,0 +1,353 @@
+"""``kvoffload simulate``: an end-to-end simulation of E1 and E2 with injected faults.
+
+A scheduler loop drives a manager (production, reference, or ``MODULE:FACTORY``) and a
+worker drives the CPU copy handlers on CPU tensors, with a block-size factor ``f ≥ 2``
+(H3). Requests are vLLM-style hash chains that share prefixes; each step looks a
+request up, loads its hits (the load may start inside an offloaded block, H3), touches
+it, stores what is missing (evicting under pressure, or refused), and completes some of
+the work in flight — in any order across directions, other jobs left in flight across
+steps. Faults are injected: the worker reports some store and load transfers as failed
+(without copying: a failed store's block keeps stale bytes, so a manager that made it
+ready anyway is caught), after which the scheduler completes the store with
+``success=False`` or treats the load's blocks as not loaded; and some stores are
+aborted (``complete_store(success=False)``) although their copy worked.
+
+Checks: every block loaded by a successful transfer is compared byte for byte with the
+content its hash was stored with (E1); at the end, with nothing in flight, a
+``prepare_store`` of ``capacity`` fresh hashes must succeed and evict exactly the ready
+blocks (E2 through the public API: free + ready = capacity). Exit 1 if a load was
+corrupt or a block leaked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import click
+
+from ..spec import CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
+from .loading import FactoryLoadError, load_factory
+
+__all__ = ["SimulationConfig", "SimulationReport", "FaultyHandler", "run_simulation", "manager_factory", "simulate"]
+
+
+@attrs.frozen
+class SimulationConfig:
+    requests: int = 400
+    seed: int = 0
+    capacity: int = 8  # offloaded blocks
+    factor: int = 2  # GPU blocks per offloaded block (H3)
+    gpu_blocks: int = 48
+    layers: int = 2
+    block_shape: tuple[int, ...] = (4, 2, 8)  # tokens, heads, head dim
+    store_fail_rate: float = 0.1  # transfers the worker reports failed
+    load_fail_rate: float = 0.1
+    abort_rate: float = 0.1  # stores completed with success=False after a good copy
+    roots: int = 4
+    max_request_blocks: int = 6
+
+
+@attrs.define
+class SimulationReport:
+    requests: int = 0
+    lookups: int = 0
+    touches: int = 0
+    loads: int = 0
+    blocks_loaded: int = 0
+    stores: int = 0
+    blocks_stored: int = 0
+    evictions: int = 0
+    refusals: int = 0
+    failed_store_transfers: int = 0
+    failed_load_transfers: int = 0
+    aborted_stores: int = 0
+    partial_first_block_loads: int = 0  # H3: loads starting inside an offloaded block
+    max_in_flight: int = 0
+    corrupt: int = 0
+    leaked: int = 0
+    ready_at_end: int = 0
+    notes: list[str] = attrs.field(factory=list)
+
+    @property
+    def faults(self) -> int:
+        return self.failed_store_transfers + self.failed_load_transfers + self.aborted_stores
+
+    @property
+    def operations(self) -> int:
+        """Block operations: blocks stored, loaded and evicted."""
+        return self.blocks_stored + self.blocks_loaded + self.evictions
+
+    @property
+    def ok(self) -> bool:
+        return self.corrupt == 0 and self.leaked == 0
+
+    def format(self) -> str:
+        lines = [
+            f"requests: {self.requests} ({self.lookups} lookups, {self.touches} touches)",
+            f"block operations: {self.operations} ({self.blocks_stored} stored in {self.stores} stores, "
+            f"{self.blocks_loaded} GPU blocks loaded in {self.loads} loads of which "
+            f"{self.partial_first_block_loads} start inside a block, {self.evictions} evicted, "
+            f"{self.refusals} stores refused)",
+            f"faults injected: {self.faults} ({self.failed_store_transfers} failed store transfers, "
+            f"{self.failed_load_transfers} failed load transfers, {self.aborted_stores} aborted stores); "
+            f"most jobs in flight at once: {self.max_in_flight}",
+            f"corrupt loads: {self.corrupt}",
+            f"leaked blocks: {self.leaked} (ready at the end: {self.ready_at_end})",
+        ]
+        lines += [f"note: {note}" for note in self.notes[:10]]
+        lines.append("E1, E2: OK" if self.ok else "E1/E2 VIOLATED")
+        return "\n".join(lines)
+
+
+class FaultyHandler:
+    """Wraps a handler; jobs chosen to fail are not copied and are reported ``False``.
+
+    Keeps H2's order per direction: results are handed out in submission order.
+    """
+
+    def __init__(self, inner: Any, fail_rate: float, rng: random.Random) -> None:
+        self.inner, self.fail_rate, self.rng = inner, fail_rate, rng
+        self._order: deque[int] = deque()
+        self._results: dict[int, bool] = {}
+        self.failed: set[int] = set()
+
+    def transfer_async(self, job_id: int, spec: Any) -> bool:
+        if self.rng.random() < self.fail_rate:
+            self.failed.add(job_id)
+            self._results[job_id] = False
+        elif not self.inner.transfer_async(job_id, spec):
+            return False
+        self._order.append(job_id)
+        return True
+
+    def _collect(self) -> None:
+        for job_id, success in self.inner.get_finished():
+            self._results[job_id] = success
+
+    def wait(self, job_ids: set[int]) -> None:
+        self.inner.wait({j for j in job_ids if j not in self.failed})
+
+    def get_finished(self) -> list[tuple[int, bool]]:
+        self._collect()
+        out: list[tuple[int, bool]] = []
+        while self._order and self._order[0] in self._results:
+            job_id = self._order.popleft()
+            out.append((job_id, self._results.pop(job_id)))
+        return out
+
+
+def run_simulation(manager: OffloadingManager, config: SimulationConfig = SimulationConfig()) -> SimulationReport:
+    """Drive ``manager`` (``config.capacity`` blocks) and the CPU handlers; report E1/E2."""
+    target: Any = manager  # hashes are plain bytes here (BlockHash is a NewType)
+    import torch
+
+    from kvoffload.impl.copy import build_cpu_handlers
+
+    rng = random.Random(config.seed)
+    f, cap = config.factor, config.capacity
+    report = SimulationReport()
+    kv = {f"layer{i}": torch.zeros((2, config.gpu_blocks, *config.block_shape)) for i in range(config.layers)}
+    raw_store, raw_load = build_cpu_handlers(kv, "kv_blocks", config.block_shape[0], f, cap)
+    store = FaultyHandler(raw_store, config.store_fail_rate, random.Random(config.seed + 1))
+    load = FaultyHandler(raw_load, config.load_fail_rate, random.Random(config.seed + 2))
+    cache: dict[tuple[bytes, int, int], Any] = {}
+
+    def content(block_hash: bytes, layer: int, sub: int) -> Any:
+        key = (block_hash, layer, sub)
+        if key not in cache:
+            seed = int.from_bytes(hashlib.sha256(block_hash + bytes([layer, sub])).digest()[:8], "little")
+            cache[key] = torch.randn((2, *config.block_shape), generator=torch.Generator().manual_seed(seed))
+        return cache[key]
+
+    def chain(root: int, labels: list[int]) -> list[bytes]:
+        hashes, parent = [], bytes([root]) * 32
+        for label in labels:
+            parent = hashlib.sha256(parent + bytes([label])).digest()
+            hashes.append(parent)
+        return hashes
+
+    job_ids = iter(range(1, 1 << 62))
+    reported: dict[int, bool] = {}
+    busy: set[int] = set()
+    seen: set[bytes] = set()
+    pending_stores: list[tuple[int, list[bytes]]] = []
+    pending_loads: list[tuple[int, list[bytes], list[int], int]] = []
+
+    def collect(handler: FaultyHandler, job: int) -> bool:
+        handler.wait({job})
+        for finished, success in handler.get_finished():
+            if finished in reported:
+                report.notes.append(f"H2: job {finished} reported twice")
+            reported[finished] = success
+        if job not in reported:
+            raise AssertionError(f"H2: job {job} not reported after wait")
+        return reported.pop(job)
+
+    def finish_store(job: int, hashes: list[bytes]) -> None:
+        success = collect(store, job)
+        if not success:
+            report.failed_store_transfers += 1
+        elif rng.random() < config.abort_rate:
+            success = False
+            report.aborted_stores += 1
+        target.complete_store(set(hashes), success=success)  # C3: a set, as vLLM passes
+
+    def finish_load(job: int, hashes: list[bytes], gpu_ids: list[int], skip: int) -> None:
+        if collect(load, job):
+            for position, gpu_id in enumerate(gpu_ids):
+                sub = skip + position
+                block_hash = hashes[sub // f]
+                for layer in range(config.layers):
+                    if not torch.equal(kv[f"layer{layer}"][:, gpu_id], content(block_hash, layer, sub % f)):
+                        report.corrupt += 1
+                        if len(report.notes) < 10:
+                            report.notes.append(
+                                f"E1: GPU block {gpu_id} (sub-block {sub % f} of {block_hash[:6].hex()}…, layer "
+                                f"{layer}) does not hold what the hash was stored with"
+                            )
+            report.blocks_loaded += len(gpu_ids)
+        else:
+            report.failed_load_transfers += 1  # the blocks count as not loaded; recompute
+        busy.difference_update(gpu_ids)
+        target.complete_load(hashes)  # C2: once per prepare_load, same hashes
+
+    def finish_some(all_of_them: bool = False) -> None:
+        while pending_loads or pending_stores:
+            work = [("load", i) for i in range(len(pending_loads))] + [("store", i) for i in range(len(pending_stores))]
+            if not all_of_them and rng.random() < 0.5:
+                return
+            direction, index = rng.choice(work)  # out of order across directions
+            if direction == "load":
+                finish_load(*pending_loads.pop(index))
+            else:
+                finish_store(*pending_stores.pop(index))
+            if not all_of_them and rng.random() < 0.5:
+                return
+
+    def free_gpu(count: int) -> list[int]:
+        while len(busy) + count > config.gpu_blocks and pending_loads:
+            finish_load(*pending_loads.pop(0))
+        return rng.sample(sorted(set(range(config.gpu_blocks)) - busy), count)
+
+    for _ in range(config.requests):
+        report.requests += 1
+        length = rng.randint(1, config.max_request_blocks)
+        request = chain(rng.randrange(config.roots), [rng.randrange(2) for _ in range(length)])
+        seen.update(request)
+        if rng.random() < 0.2:  # a random lookup of unrelated hashes
+            report.lookups += 1
+            target.lookup(iter([rng.randbytes(32) for _ in range(rng.randint(0, 3))]))
+        report.lookups += 1
+        hits = target.lookup(iter(request))
+        if hits and rng.random() < 0.8:
+            hashes = request[:hits]
+            spec = target.prepare_load(hashes)
+            m = hits * f - rng.randrange(f)  # H3: may start inside the first block
+            if m < hits * f:
+                report.partial_first_block_loads += 1
+            gpu_ids = free_gpu(m)
+            busy.update(gpu_ids)
+            for gpu_id in gpu_ids:  # scribble, so a missed copy cannot pass
+                for tensor in kv.values():
+                    tensor[:, gpu_id].fill_(float("nan"))
+            job = next(job_ids)
+            assert isinstance(spec, CPULoadStoreSpec)
+            if not load.transfer_async(job, (spec, GPULoadStoreSpec(gpu_ids))):
+                raise AssertionError("H1: a valid load was refused")
+            pending_loads.append((job, hashes, gpu_ids, hits * f - m))
+            report.loads += 1
+        if rng.random() < 0.5:
+            report.touches += 1
+            target.touch(request)
+        output = target.prepare_store(request)
+        if output is None:
+            report.refusals += 1
+        elif output.block_hashes_to_store:
+            to_store = list(output.block_hashes_to_store)
+            report.evictions += len(output.block_hashes_evicted)
+            gpu_ids = free_gpu(len(to_store) * f)
+            for index, gpu_id in enumerate(gpu_ids):
+                for layer in range(config.layers):
+                    kv[f"layer{layer}"][:, gpu_id] = content(to_store[index // f], layer, index % f)
+            job = next(job_ids)
+            if not store.transfer_async(job, (GPULoadStoreSpec(gpu_ids), output.store_spec)):
+                raise AssertionError("H1: a valid store was refused")
+            # The copy happens now (the model computes on; these GPU blocks get reused);
+            # completion is reported to the manager later.
+            store.wait({job})
+            pending_stores.append((job, to_store))
+            report.stores += 1
+            report.blocks_stored += len(to_store)
+        report.max_in_flight = max(report.max_in_flight, len(pending_loads) + len(pending_stores))
+        finish_some()
+    finish_some(all_of_them=True)
+    list(target.take_events())
+
+    # E2 through the public API: nothing is in flight, so every ready block is idle and
+    # evictable. The largest fresh batch that prepare_store accepts is free + ready.
+    ready = sum(target.lookup([block_hash]) for block_hash in seen)
+    report.ready_at_end = ready
+    for size in range(cap, -1, -1):
+        fresh = [b"\xfe\xed" + size.to_bytes(2, "little") + i.to_bytes(28, "little") for i in range(size)]
+        refill = target.prepare_store(fresh)
+        if refill is not None:
+            report.leaked = cap - size
+            evicted = set(refill.block_hashes_evicted)
+            if len(evicted) != ready or not evicted <= seen:
+                report.notes.append(
+                    f"E2: a refill of {size} evicted {len(evicted)} blocks but {ready} hashes were ready"
+                )
+                report.leaked = max(report.leaked, abs(len(evicted) - ready))
+            target.complete_store(fresh, success=False)
+            break
+    return report
+
+
+def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManager]:
+    """``impl``, ``reference`` or ``MODULE:FACTORY`` (``f(num_blocks=, enable_events=)``)."""
+    if target == "impl":
+        from kvoffload.impl import CPUOffloadingManager
+
+        return lambda capacity: CPUOffloadingManager(num_blocks=capacity, policy=policy, enable_events=True)
+    if target == "reference":
+        from kvoffload.spec import ReferenceManager
+
+        return lambda capacity: ReferenceManager(num_blocks=capacity, policy=policy, enable_events=True)
+    factory = load_factory(target)
+    return lambda capacity: factory(num_blocks=capacity, enable_events=True)
+
+
+@click.command(name="simulate", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--manager", "target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
+@click.option("--policy", type=click.Choice(["lru", "arc"]), default="lru", show_default=True)
+@click.option("--requests", type=click.IntRange(min=1), default=400, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--capacity", type=click.IntRange(min=1), default=8, show_default=True, help="Offloaded blocks.")
+@click.option("--factor", type=click.IntRange(min=1), default=2, show_default=True,
+              help="GPU blocks per offloaded block (H3).")
+def simulate(target: str, policy: str, requests: int, seed: int, capacity: int, factor: int) -> None:
+    """End to end (E1, E2): scheduler + worker on CPU tensors, with injected faults.
+
+    Exit 0: no corrupt load and no leaked block; 1: otherwise; 2: bad arguments.
+    """
+    try:
+        make = manager_factory(target, policy)
+    except FactoryLoadError as error:
+        raise click.UsageError(str(error)) from None
+    config = SimulationConfig(requests=requests, seed=seed, capacity=capacity, factor=factor,
+                              gpu_blocks=max(48, 2 * 6 * factor + 8))
+    try:
+        manager = make(capacity)
+    except Exception as error:
+        click.echo(f"Error: the factory could not build a manager: {type(error).__name__}: {error}", err=True)
+        raise SystemExit(2) from None
+    click.echo(f"simulate --manager {target} --policy {policy} --requests {requests} --seed {seed} "
+               f"--capacity {capacity} --factor {factor}")
+    report = run_simulation(manager, config)
+    click.echo(report.format())
+    raise SystemExit(0 if report.ok else 1)

@@ -1,0 +1,84 @@
+"""The end-to-end simulation (E1, E2) with injected faults: production and reference pass,
+and deliberately broken managers make it report corrupt loads or leaked blocks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+
+from click.testing import CliRunner  # noqa: E402
+
+from kvoffload.conformance.simulation import SimulationConfig, manager_factory, run_simulation, simulate  # noqa: E402
+from kvoffload.spec import CPULoadStoreSpec, ReferenceManager  # noqa: E402
+
+CONFIG = SimulationConfig(requests=150, seed=3)
+
+
+@pytest.mark.parametrize("target", ["impl", "reference"])
+@pytest.mark.parametrize("policy", ["lru", "arc"])
+def test_E1_E2_simulation_with_faults(target: str, policy: str) -> None:
+    report = run_simulation(manager_factory(target, policy)(CONFIG.capacity), CONFIG)
+    assert report.corrupt == 0 and report.leaked == 0, report.format()
+    # The run exercised what it claims to.
+    assert report.loads > 10 and report.partial_first_block_loads > 0, report.format()
+    assert report.failed_store_transfers > 0 and report.aborted_stores > 0, report.format()
+    assert report.failed_load_transfers > 0 and report.refusals > 0 and report.evictions > 0, report.format()
+    assert report.max_in_flight >= 2, report.format()
+
+
+class WrongBlock(ReferenceManager):
+    """prepare_load hands out another block's address (I4 / E1 bug class)."""
+
+    def prepare_load(self, block_hashes: Any) -> Any:
+        spec = super().prepare_load(block_hashes)
+        return CPULoadStoreSpec((spec.block_ids + 1) % self.num_blocks)  # type: ignore[attr-defined]
+
+
+class FailedStoreBecomesReady(ReferenceManager):
+    """complete_store(success=False) makes the block ready (M7 broken): stale bytes load."""
+
+    def complete_store(self, block_hashes: Any, success: bool = True) -> None:
+        super().complete_store(block_hashes, success=True)
+
+
+class LeaksFailedStores(ReferenceManager):
+    """complete_store(success=False) forgets the hash but never frees the block (E2)."""
+
+    def complete_store(self, block_hashes: Any, success: bool = True) -> None:
+        if success:
+            return super().complete_store(block_hashes, success=True)
+        for block_hash in list(block_hashes):
+            block = self.policy.get(block_hash)
+            if block is not None and not block.is_ready:
+                self.policy.remove(block_hash)
+
+
+def test_control_wrong_block_is_reported_corrupt() -> None:
+    report = run_simulation(WrongBlock(CONFIG.capacity, enable_events=True), CONFIG)
+    assert report.corrupt > 0 and not report.ok
+
+
+def test_control_failed_store_made_ready_is_reported_corrupt() -> None:
+    config = SimulationConfig(requests=300, seed=3, store_fail_rate=0.3)
+    report = run_simulation(FailedStoreBecomesReady(config.capacity, enable_events=True), config)
+    assert report.corrupt > 0 and not report.ok
+
+
+def test_control_leaked_blocks_are_reported() -> None:
+    report = run_simulation(LeaksFailedStores(CONFIG.capacity, enable_events=True), CONFIG)
+    assert report.leaked > 0 and not report.ok
+
+
+def test_simulate_command() -> None:
+    runner = CliRunner()
+    done = runner.invoke(simulate, ["--manager", "reference", "--requests", "60", "--seed", "1"])
+    assert done.exit_code == 0, done.output
+    assert "corrupt loads: 0" in done.output and "leaked blocks: 0" in done.output
+    bad = runner.invoke(simulate, ["--manager", "nosuchmodule:factory"])
+    assert bad.exit_code == 2
+    broken = runner.invoke(simulate, ["--manager", "tests.test_simulation:WrongBlock", "--requests", "150",
+                                      "--seed", "3"])
+    assert broken.exit_code == 1, broken.output
