@@ -1,0 +1,220 @@
+"""The lockstep world of ``check-exhaustive --policies-only``: a ``CachePolicy`` (P1–P6)
+against the exact reference policy (L1–L3 or A1–A6).
+
+Call alphabet per step, over the hash alphabet H, keeping the policy's caller protocol
+(the default mode of the suite: never insert a present hash, never remove an absent one,
+never hold more than ``capacity`` blocks):
+
+- ``insert(h, blk)``: h absent from T1/T2 (ghosts allowed), fewer than ``capacity``
+  present, a fresh block with ``ref_cnt`` −1, 0 or 1;
+- ``blk.ref_cnt = v``: a present hash's block set to v ∈ {−1, 0, 1}, v ≠ its value;
+- ``touch(s)``: every ordered sequence of 1..``touch_max`` distinct hashes of H;
+- ``remove(h)``: h present;
+- ``evict(n, protected)``: n = 0 with no protection, or n ∈ 1..capacity+1 with
+  ``protected`` ∅ or {h} for each h of H (n = capacity + 1 can never be met: None).
+
+After every step: ``get(h)`` of every h in H is the very block inserted or ``None``
+(P1, A2, I8), every block's ``ref_cnt`` is what the caller set (P6), and the model's
+``check_invariants()`` runs. Victims are compared in order, with their blocks (P5, L3, A4).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from ..spec import BlockStatus, ReferenceARCPolicy, ReferenceLRUPolicy
+from .machine_base import invoke
+from .report import CallLog, ConformanceFailure
+
+__all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
+
+#: (method, hashes, number): insert (h,) ref; set_ref (h,) value; touch seq 0;
+#: remove (h,) 0; evict protected n.
+PolicyOp = tuple[str, tuple[bytes, ...], int]
+REF_VALUES = (-1, 0, 1)
+
+
+def policy_alphabet_text(hashes: int, touch_max: int, capacity: int) -> str:
+    return (
+        f"hashes H=h0..h{hashes - 1}; ops: insert(absent h, fresh block, ref_cnt -1|0|1) while < {capacity} present, "
+        "set ref_cnt of a present block to another of -1|0|1, "
+        f"touch(1..{touch_max} distinct of H, ordered), remove(present h), "
+        f"evict(0, set()) and evict(n in 1..{capacity + 1}, set() or {{h}} for h in H); "
+        "observed after each step: get(h) for h in H, every block's ref_cnt"
+    )
+
+
+def render_policy_op(op: PolicyOp, name: Callable[[object], str], block_names: dict[int, str]) -> str:
+    method, hashes, number = op
+    if method == "insert":
+        blk = f"blk{len(block_names)}"
+        block_names[len(block_names)] = blk
+        return f"{blk} = BlockStatus({len(block_names) - 1}); {blk}.ref_cnt = {number}; p.insert({name(hashes[0])}, {blk})"
+    if method == "set_ref":
+        return f"p.get({name(hashes[0])}).ref_cnt = {number}"
+    if method == "touch":
+        return f"p.touch([{', '.join(map(name, hashes))}])"
+    if method == "remove":
+        return f"p.remove({name(hashes[0])})"
+    protected = "{" + ", ".join(map(name, hashes)) + "}" if hashes else "set()"
+    return f"p.evict({number}, {protected})"
+
+
+class PolicyWorld:
+    """A reference policy and a target policy sharing the caller's blocks."""
+
+    def __init__(
+        self,
+        build: Callable[[], Any],
+        capacity: int,
+        policy: str,
+        hashes: list[bytes],
+        touch_max: int = 2,
+        construct: str = "make()",
+        imports: list[str] | None = None,
+    ) -> None:
+        self.capacity = capacity
+        self.policy = policy
+        self.pool = hashes
+        self.touch_max = touch_max
+        self.model: ReferenceLRUPolicy | ReferenceARCPolicy = (
+            ReferenceARCPolicy(capacity) if policy == "arc" else ReferenceLRUPolicy(capacity)
+        )
+        self.target: Any = build()
+        self.blocks: dict[bytes, BlockStatus] = {}
+        self.all_blocks: list[tuple[BlockStatus, int]] = []  # block, the ref_cnt the caller set
+        self.construct = construct
+        self.imports = imports or []
+        self.history: list[PolicyOp] = []
+        self.touches: list[PolicyOp] = [
+            ("touch", seq, 0)
+            for size in range(1, min(touch_max, len(hashes)) + 1)
+            for seq in itertools.permutations(hashes, size)
+        ]
+        self.evicts: list[PolicyOp] = [("evict", (), 0)] + [
+            ("evict", protected, n)
+            for n in range(1, capacity + 2)
+            for protected in [(), *((h,) for h in hashes)]
+        ]
+
+    def enabled(self) -> list[PolicyOp]:
+        ops: list[PolicyOp] = []
+        if len(self.blocks) < self.capacity:
+            ops.extend(("insert", (h,), v) for h in self.pool if h not in self.blocks for v in REF_VALUES)
+        for h in self.pool:
+            block = self.blocks.get(h)
+            if block is not None:
+                ops.extend(("set_ref", (h,), v) for v in REF_VALUES if v != block.ref_cnt)
+        ops.extend(self.touches)
+        ops.extend(("remove", (h,), 0) for h in self.pool if h in self.blocks)
+        ops.extend(self.evicts)
+        return ops
+
+    def key(self) -> Hashable:
+        model = self.model
+        if isinstance(model, ReferenceARCPolicy):
+            return (
+                tuple((h, b.ref_cnt) for h, b in model.t1.items()),
+                tuple((h, b.ref_cnt) for h, b in model.t2.items()),
+                tuple(model.b1),
+                tuple(model.b2),
+                model.p,
+            )
+        return tuple((h, b.ref_cnt) for h, b in model.order.items())
+
+    def reproduction(self, check: str = "") -> str:
+        log = CallLog("p", self.imports)
+        for h in self.pool:
+            log.name(h)
+        names: dict[int, str] = {}
+        for op in self.history:
+            log.add(render_policy_op(op, log.name, names))
+        return log.render(self.construct, f"# the failing check:\nassert {check}" if check else "")
+
+    def fail(self, clauses: str | tuple[str, ...], message: str, check: str = "") -> None:
+        ids = (clauses,) if isinstance(clauses, str) else clauses
+        raise ConformanceFailure(ids, message, self.reproduction(check))
+
+    def apply(self, op: PolicyOp) -> None:
+        self.history.append(op)
+        method, hashes, number = op
+        if method == "insert":
+            h = hashes[0]
+            block = BlockStatus(len(self.all_blocks))
+            block.ref_cnt = number
+            self.all_blocks.append((block, number))
+            _, error = invoke(self.target.insert, h, block)
+            if error is not None:
+                self.fail("P2", f"insert of an absent hash raised {error!r}")
+            self.model.insert(h, block)  # type: ignore[arg-type]
+            self.blocks[h] = block
+        elif method == "set_ref":
+            block = self.blocks[hashes[0]]
+            block.ref_cnt = number
+            index = next(i for i, (b, _) in enumerate(self.all_blocks) if b is block)
+            self.all_blocks[index] = (block, number)
+        elif method == "touch":
+            _, error = invoke(self.target.touch, list(hashes))
+            if error is not None:
+                self.fail("P4", f"touch raised {error!r}")
+            self.model.touch(list(hashes))  # type: ignore[arg-type]
+        elif method == "remove":
+            _, error = invoke(self.target.remove, hashes[0])
+            if error is not None:
+                self.fail("P3", f"remove of a present hash raised {error!r}")
+            self.model.remove(hashes[0])  # type: ignore[arg-type]
+            del self.blocks[hashes[0]]
+        else:
+            self._evict(number, set(hashes))
+        self.observe(method)
+
+    def _evict(self, n: int, protected: set[bytes]) -> None:
+        value, error = invoke(self.target.evict, n, set(protected))
+        if error is not None:
+            self.fail("P5", f"evict({n}, ...) raised {error!r}")
+        expected = self.model.evict(n, set(protected))  # type: ignore[arg-type]
+        got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
+        expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
+        exact = {"lru": "L3", "arc": "A4"}[self.policy]
+        if got_view != expected_view:
+            clauses: tuple[str, ...]
+            if value is None:
+                clauses = ("I6", exact, "P5")
+            elif self.policy == "arc":
+                clauses = ("A4", "A3", "A5")
+            else:
+                clauses = ("L3", "L2")
+            if value is not None and any(
+                self.blocks.get(h) is None or self.blocks[h].ref_cnt != 0 or h in protected for h, _ in value
+            ):
+                clauses = ("P5", *clauses)
+            self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy.upper()} evicts {expected_view!r}",
+                      f"[(h, blk.block_id) for h, blk in <evict>] == {expected_view!r}")
+        if value is not None:
+            for h, block in value:
+                if block is not self.blocks.get(h):
+                    self.fail(("P5", "P1"), f"evict returned {h!r} with a block other than the one inserted")
+                del self.blocks[h]
+
+    def observe(self, method: str) -> None:
+        for block, ref in self.all_blocks:
+            if int(block.ref_cnt) != ref:
+                self.fail("P6", f"after {method}, block {block.block_id} has ref_cnt {block.ref_cnt}, "
+                          f"but the caller set {ref}", f"blk{block.block_id}.ref_cnt == {ref}")
+        for h in self.pool:
+            value, error = invoke(self.target.get, h)
+            if error is not None:
+                self.fail("P1", f"get raised {error!r}")
+            entry = self.blocks.get(h)
+            if entry is None and value is not None:
+                ghost = isinstance(self.model, ReferenceARCPolicy) and (h in self.model.b1 or h in self.model.b2)
+                self.fail(("A2", "P1") if ghost else ("P1", "I8"),
+                          f"after {method}, get({h!r}) returned {value!r}, but it is not present",
+                          f"p.get(<h>) is None")
+            if entry is not None and value is not entry:
+                clause = {"evict": "P5", "remove": "P3", "insert": "P2"}.get(method, "P1")
+                self.fail((clause, "P1", "I8") if clause != "P1" else ("P1", "I8"),
+                          f"after {method}, get({h!r}) returned {value!r}, not the block inserted")
+        self.model.check_invariants()
