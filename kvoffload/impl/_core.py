@@ -73,7 +73,20 @@ from ._layout import (
     SHIFT,
 )
 from ._lists import _l_append, _l_prepend, _l_unlink
-from ._table import _P1, _U32, _find, _fingerprint, _node_tag, _slot_of, _table_delete, _tag
+from ._table import (
+    _P1,
+    _U32,
+    CHUNK,
+    _find,
+    _find_chunk,
+    _fingerprint,
+    _home,
+    _node_tag,
+    _slot_of,
+    _table_delete,
+    _tag,
+    prefetch,
+)
 
 __all__ = [
     "GATHER_BAD",
@@ -146,21 +159,16 @@ def _load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _tags(q, lens, n, mask):  # type: ignore[no-untyped-def]
-    tags = np.empty(n, np.uint64)
-    for i in range(n):
-        tags[i] = _tag(_fingerprint(q, i, 0, lens[i], mask))
-    return tags
-
-
-@njit(cache=True)
-def _find_all(table, keys, meta, lst, q, lens, n, tags):  # type: ignore[no-untyped-def]
+def _find_all(table, keys, meta, lst, ref, q, lens, n):  # type: ignore[no-untyped-def]
+    """``(tags, nodes, slots)`` of the batch (``_table._find_chunk``, ``CHUNK`` hashes at a time)."""
     shift = np.uint64(meta[SHIFT])
+    mask = np.uint64(meta[FPMASK])
+    tags = np.empty(n, np.uint64)
     nodes = np.empty(n, np.int64)
-    for i in range(n):
-        s, nd = _find(table, keys, shift, q, i, lens[i], tags[i])
-        nodes[i] = nd
-    return nodes
+    slots = np.empty(n, np.int64)
+    for lo in range(0, n, CHUNK):
+        _find_chunk(table, keys, shift, mask, q, lens, lo, min(lo + CHUNK, n), tags, nodes, slots, lst, ref)
+    return tags, nodes, slots
 
 
 @njit(cache=True)
@@ -187,11 +195,17 @@ def lookup(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-un
         return w
     shift = np.uint64(meta[SHIFT])
     mask = np.uint64(meta[FPMASK])
-    for i in range(n):
-        tag = _tag(_fingerprint(q, i, 0, lens[i], mask))
-        s, nd = _find(table, keys, shift, q, i, lens[i], tag)
-        if nd < 0 or lst[nd] > 2 or ref[nd] < 0:
-            return i
+    k = min(n, CHUNK)
+    tags = np.empty(k, np.uint64)
+    nodes = np.empty(k, np.int64)
+    slots = np.empty(k, np.int64)
+    for lo in range(0, n, CHUNK):  # the answer is a prefix: at most one chunk past it is read
+        hi = min(lo + CHUNK, n)
+        _find_chunk(table, keys, shift, mask, q[lo:hi], lens[lo:hi], 0, hi - lo, tags, nodes, slots, lst, ref)
+        for i in range(hi - lo):
+            nd = nodes[i]
+            if nd < 0 or lst[nd] > 2 or ref[nd] < 0:
+                return lo + i
     return n
 
 
@@ -203,7 +217,7 @@ def prepare_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore
     w = _load(addr, n, q, lens, meta)
     if w < 0:
         return w
-    nodes = _find_all(table, keys, meta, lst, q, lens, n, _tags(q, lens, n, np.uint64(meta[FPMASK])))
+    tags, nodes, slots = _find_all(table, keys, meta, lst, ref, q, lens, n)
     for i in range(n):
         nd = nodes[i]
         if nd < 0 or lst[nd] > 2:
@@ -234,7 +248,7 @@ def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
     w = _load(addr, n, q, lens, meta)
     if w < 0:
         return w
-    nodes = _find_all(table, keys, meta, lst, q, lens, n, _tags(q, lens, n, np.uint64(meta[FPMASK])))
+    tags, nodes, slots = _find_all(table, keys, meta, lst, ref, q, lens, n)
     became_idle = 0
     for i in range(n):
         nd = nodes[i]
@@ -280,7 +294,7 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
     w = _load(addr, n, q, lens, meta)
     if w < 0:
         return w
-    nodes = _find_all(table, keys, meta, lst, q, lens, n, _tags(q, lens, n, np.uint64(meta[FPMASK])))
+    tags, nodes, slots = _find_all(table, keys, meta, lst, ref, q, lens, n)
     arc = meta[ARC] != 0
     cap = meta[CAP]
     for i in range(n - 1, -1, -1):  # P4: last to first
@@ -416,6 +430,7 @@ def _evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no
             _l_unlink(bprev, bnext, meta, lst[victim] - 1, victim)
         out_vic[k] = victim
         from_t1[k] = take_t1
+        prefetch(keys, victim)  # its key row is rehashed below
     for j in range(ns):
         nd = side[j]
         _heap_push(hts, hnode, hpos, ts, meta, lst[nd] - 1, nd)
@@ -429,9 +444,16 @@ def _evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no
             prot[nd] = 0
     # apply (A5: ghosts appended in victim order, each list trimmed to the capacity)
     kw = keys.shape[1]
+    tm = np.uint64(table.shape[0] - 1)
+    vtags = np.empty(min(n, CHUNK), np.uint64)
     for k in range(n):
+        if k % CHUNK == 0:  # rehash a group of victims first, prefetching their home slots
+            for j in range(k, min(k + CHUNK, n)):
+                t = _node_tag(keys, out_vic[j], mask)
+                vtags[j - k] = t
+                prefetch(table, _home(t, shift, tm))
         nd = out_vic[k]
-        tag = _node_tag(keys, nd, mask)
+        tag = vtags[k % CHUNK]
         s = _slot_of(table, shift, tag, nd)
         g = 0 if from_t1[k] else 1
         meta[N1 + g] -= 1
@@ -468,8 +490,7 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
         info[0] = w
         return KEYS_NARROW
     shift = np.uint64(meta[SHIFT])
-    tags = _tags(q, lens, n, np.uint64(meta[FPMASK]))
-    nodes = _find_all(table, keys, meta, lst, q, lens, n, tags)
+    tags, nodes, slots = _find_all(table, keys, meta, lst, ref, q, lens, n)
     # M5.1: absent hashes, first occurrence, no duplicates (a batch-local probe set).
     size = 8
     while size < 2 * n:
@@ -509,6 +530,8 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
         if nv < 0:
             return -1
     kw = keys.shape[1]
+    tmask = table.shape[0] - 1
+    moved = nv > 0  # entries shifted back since ``_find_all``: its empty slots are stale
     for k in range(m):
         i = out_idx[k]
         length = lens[i]
@@ -516,6 +539,7 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
             s, g = _find(table, keys, shift, q, i, length, tags[i])
             if g >= 0:
                 _g_drop(table, keys, meta, lst, gprev, gnext, gfree, g, s)
+            moved = True
         meta[NFREE] -= 1
         b = free[meta[NFREE]]
         keys[b, 0] = np.uint64(length)
@@ -531,7 +555,12 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
         hpos[b] = -1
         _l_append(bprev, bnext, meta, 0, b)
         meta[N1] += 1
-        s, g = _find(table, keys, shift, q, i, length, tags[i])
+        # The hash is absent: its slot is the first empty one of its probe. Without deletes
+        # since ``_find_all``, that is at or after the probe's end found then (inserts only
+        # fill slots); otherwise probe again from the home slot.
+        s = slots[i] if not moved else _home(tags[i], shift, np.uint64(tmask))
+        while table[s] != 0:
+            s = (s + 1) & tmask
         table[s] = (tags[i] << _U32) | np.uint64(b + 1)
         out_ids[k] = b
     info[0] = nv
@@ -546,12 +575,10 @@ def store_ok(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-
     w = _load(addr, n, q, lens, meta)
     if w < 0:
         return w
-    shift = np.uint64(meta[SHIFT])
-    mask = np.uint64(meta[FPMASK])
     m = 0
+    tags, nodes, slots = _find_all(table, keys, meta, lst, ref, q, lens, n)
     for i in range(n):
-        tag = _tag(_fingerprint(q, i, 0, lens[i], mask))
-        s, nd = _find(table, keys, shift, q, i, lens[i], tag)
+        nd = nodes[i]
         if nd >= 0 and lst[nd] <= 2 and ref[nd] == -1:
             ref[nd] = 0
             meta[ELIG] += 1

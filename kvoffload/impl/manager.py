@@ -270,7 +270,8 @@ class CPUOffloadingManager(OffloadingManager):
             evicted = self._objects[self._out(3)[:victim_count]].tolist()
         to_store = _pick(hashes, self._out(1), result)
         new_ids = self._out(2)[:result].copy()
-        self._objects[new_ids] = to_store if result > 1 else to_store[0]
+        # fromiter: numpy's list-to-object-array conversion is ~10 ns per element slower
+        self._objects[new_ids] = np.fromiter(to_store, object, result) if result > 1 else to_store[0]
         if self.enable_events and evicted:
             self._queue_event(evicted, removed=True)
         return PrepareStoreOutput(

@@ -135,10 +135,10 @@ class ReferenceManager(OffloadingManager):
 
         # M5.1: absent hashes, first occurrence order, no duplicates.
         to_store: list[BlockHash] = []
-        chosen: set[BlockHash] = set()
+        already_listed: set[BlockHash] = set()
         for block_hash in hashes:
-            if self.policy.get(block_hash) is None and block_hash not in chosen:
-                chosen.add(block_hash)
+            if self.policy.get(block_hash) is None and block_hash not in already_listed:
+                already_listed.add(block_hash)
                 to_store.append(block_hash)
 
         # M5.2: nothing to store, nothing changes.
