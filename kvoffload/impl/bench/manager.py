@@ -63,21 +63,72 @@ class Timer:
         return sum(self.ns.values()) / blocks if blocks else float("nan")
 
 
-def _vllm_manager(capacity: int) -> Any | None:
-    """vLLM's own CPU offloading manager, or ``None`` when vLLM is not importable."""
-    try:  # vLLM's module layout changes between releases; try the known ones.
-        from vllm.v1.kv_offload.cpu import CPUOffloadingManager as VllmManager  # noqa: I001
-    except Exception:
-        try:
-            from vllm.v1.kv_offload.lru_manager import LRUOffloadingManager as VllmManager
-        except Exception:
+class _Vllm032Manager:
+    """vLLM 0.32's own ``CPUOffloadingManager`` driven with the calls its connector makes.
+
+    0.32 looks keys up one at a time (``lookup(key, ctx)`` until the first non-hit, as
+    the scheduler connector's prefix lookup does) and passes a request context to every
+    call; each benchmark request gets a fresh context, opened by its lookup.
+    """
+
+    def __init__(self, capacity: int, policy: str) -> None:
+        from vllm.v1.kv_offload.base import LookupResult, ReqContext
+        from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager as VllmManager
+
+        self._hit = LookupResult.HIT
+        self._context_class = ReqContext
+        self._requests = 0
+        self.inner = VllmManager(num_chunks=capacity, cache_policy=policy)
+        self._ctx = self._new_context()
+
+    def _new_context(self) -> Any:
+        self._requests += 1
+        ctx = self._context_class(req_id=f"bench-{self._requests}")
+        self.inner.on_new_request(ctx)
+        return ctx
+
+    def lookup(self, keys: list[bytes]) -> int:
+        self._ctx = self._new_context()
+        hits = 0
+        for key in keys:
+            if self.inner.lookup(key, self._ctx) is not self._hit:
+                break
+            hits += 1
+        return hits
+
+    def touch(self, keys: list[bytes]) -> None:
+        self.inner.touch(keys, self._ctx)
+
+    def prepare_load(self, keys: list[bytes]) -> Any:
+        return self.inner.prepare_load(keys, self._ctx)
+
+    def complete_load(self, keys: list[bytes]) -> None:
+        self.inner.complete_load(keys, self._ctx)
+
+    def prepare_store(self, keys: list[bytes]) -> Any:
+        out = self.inner.prepare_store(keys, self._ctx)
+        if out is None:
             return None
-    for kwargs in ({"num_blocks": capacity}, {"num_blocks": capacity, "enable_events": False}):
-        try:
-            return VllmManager(**kwargs)
-        except Exception:
-            continue
-    return None
+        return _StoreOutput(list(out.keys_to_store), list(out.evicted_keys))
+
+    def complete_store(self, keys: list[bytes], success: bool = True) -> None:
+        self.inner.complete_store(keys, self._ctx, success)
+
+
+class _StoreOutput:
+    """The two fields of a store decision the benchmark reads, under our names."""
+
+    def __init__(self, to_store: list[bytes], evicted: list[bytes]) -> None:
+        self.block_hashes_to_store = to_store
+        self.block_hashes_evicted = evicted
+
+
+def _vllm_manager(capacity: int, policy: str = "lru") -> Any | None:
+    """vLLM's own CPU offloading manager (0.32 interface), or ``None`` without vLLM."""
+    try:
+        return _Vllm032Manager(capacity, policy)
+    except Exception:  # not installed, or another release's layout: no vLLM column
+        return None
 
 
 def _normal(name: str, value: Any) -> Any:
@@ -98,8 +149,8 @@ def build_managers(capacity: int, policy: str, check: bool, with_vllm: bool) -> 
     managers: dict[str, Any] = {"impl": CPUOffloadingManager(capacity, policy=policy)}
     if check:
         managers["ref"] = ReferenceManager(capacity, policy=policy)
-    if with_vllm and policy == "lru":
-        vllm = _vllm_manager(capacity)
+    if with_vllm:
+        vllm = _vllm_manager(capacity, policy)
         if vllm is not None:
             managers["vllm"] = vllm
     # Prefill to capacity so that eviction happens from the start.
@@ -121,8 +172,14 @@ def run_config(
     scenario: str,
     blocks_budget: int,
     seed: int,
+    lead: str = "impl",
 ) -> dict[str, Any]:
-    """Drive one configuration; return timings (ns/block) for each manager."""
+    """Drive one configuration; return timings (ns/block) for each manager.
+
+    Every manager gets the same calls, decided by the ``lead`` manager's answers (the
+    reference must agree with it call for call). A manager whose policy may decide
+    differently (vLLM's) runs in a ``run_config`` of its own, as its own lead.
+    """
     timers = {name: Timer() for name in managers}
     work = Workload(capacity, batch, seed)
     agreed = 0
@@ -147,7 +204,7 @@ def run_config(
     done = 0
     while done < blocks_budget:
         hashes = work.request()
-        hits = call("lookup", (hashes,), len(hashes))["impl"]
+        hits = call("lookup", (hashes,), len(hashes))[lead]
         call("touch", (hashes,), len(hashes))
         if hits:
             call("prepare_load", (hashes[:hits],), hits)
@@ -155,7 +212,7 @@ def run_config(
             in_flight += hits
         rest = hashes[hits:]
         if rest:
-            out = call("prepare_store", (rest,), len(rest))["impl"]
+            out = call("prepare_store", (rest,), len(rest))[lead]
             if out is not None and out.block_hashes_to_store:
                 stores.append(out.block_hashes_to_store)
                 in_flight += len(out.block_hashes_to_store)
@@ -173,7 +230,8 @@ def run_config(
         call("complete_load", (done_load,), len(done_load))
     for done_store in stores:
         call("complete_store", (done_store,), len(done_store))
-    memory = managers["impl"].memory_bytes()
+    measure = getattr(managers[lead], "memory_bytes", None)
+    memory = measure() if measure is not None else {"state": 0, "hashes": 0}
     return {
         "capacity": capacity,
         "batch": batch,
@@ -313,14 +371,19 @@ def command(
     for capacity in caps:
         for policy in policy_list:
             managers = build_managers(capacity, policy, capacity <= check_limit, with_vllm)
+            vllm = managers.pop("vllm", None)
             for batch in batches:
                 if batch * 4 > capacity:
                     continue
                 for scenario in scenario_list:
                     # Each configuration sees roughly the same number of blocks, at least
                     # a few requests, and at large capacities enough to leave the caches.
-                    result = run_config(managers, capacity, batch, policy, scenario,
-                                        max(blocks_budget, 8 * batch), seed)
+                    budget = max(blocks_budget, 8 * batch)
+                    result = run_config(managers, capacity, batch, policy, scenario, budget, seed)
+                    if vllm is not None:
+                        alone = run_config({"vllm": vllm}, capacity, batch, policy, scenario, budget,
+                                           seed, lead="vllm")
+                        result["timers"]["vllm"] = alone["timers"]["vllm"]
                     results.append(result)
                     console.print(f"[dim]done: capacity {capacity:,} {policy} batch {batch} {scenario}[/dim]")
 
