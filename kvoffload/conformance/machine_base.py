@@ -68,16 +68,18 @@ class RunStats:
         self.steps += 1
         if self.progress and self.steps % 200 == 0:
             now = time.perf_counter()
-            if now - self.last_report >= 1.0:
+            # A terminal gets one line rewritten every second; a log (CI) a new line
+            # every ten seconds, so it stays readable.
+            interactive = sys.stderr.isatty()
+            if now - self.last_report >= (1.0 if interactive else 10.0):
                 self.last_report = now
                 rate = self.steps / max(now - self.started, 1e-9)
-                sys.stderr.write(
-                    f"\r{self.label}: {self.examples} examples, {self.steps} steps, {rate:.0f} steps/s "
-                )
+                line = f"{self.label}: {self.examples} examples, {self.steps} steps, {rate:.0f} steps/s"
+                sys.stderr.write(f"\r{line} " if interactive else f"{line}\n")
                 sys.stderr.flush()
 
     def done(self) -> None:
-        if self.progress and self.last_report:
+        if self.progress and self.last_report and sys.stderr.isatty():
             sys.stderr.write("\n")
             sys.stderr.flush()
 

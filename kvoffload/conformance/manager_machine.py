@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ..spec import ContractViolation, ReferenceManager
+from ..spec.types import PrepareStoreOutput
 from .adopting import AdoptingPolicy
 from .report import ConformanceFailure
 from .machine_base import ConformanceMachine, Outcome, invoke
@@ -31,9 +32,41 @@ METHOD_CLAUSE = {
     "complete_store": "M6",
     "take_events": "M8",
 }
-#: Mostly small capacities, so that evictions happen; a few up to a few dozen.
-CAPACITIES = (1, 2, 3, 2, 3, 4, 5, 3, 4, 6, 8, 16, 32)
+#: Mostly small capacities, so that evictions happen and ARC's ghost lists fill; a few up
+#: to a few dozen. (hypothesis draws the ends of the tuple more often than the middle.)
+CAPACITIES = (2, 3, 1, 2, 3, 4, 5, 3, 4, 6, 8, 16, 32, 4, 3)
 EXACT_VICTIM_CLAUSE = {"lru": "L3", "arc": "A4"}
+
+
+class _TouchingManager(ReferenceManager):
+    """The model with one M10 bug: ``touching`` (a method name) also touches the policy.
+
+    Used only to explain an exact-mode victim mismatch: if this manager, replaying the
+    example's calls, evicts what the target evicted, the target broke M10."""
+
+    touching = ""
+
+    def _touched(self, method: str, block_hashes: Any, **keywords: Any) -> Any:
+        hashes = list(block_hashes)
+        result = getattr(super(), method)(hashes, **keywords)
+        if keywords.get("success", True):
+            self.policy.touch(hashes)
+        return result
+
+    def prepare_load(self, block_hashes: Any) -> Any:
+        if self.touching == "prepare_load":
+            return self._touched("prepare_load", block_hashes)
+        return super().prepare_load(block_hashes)
+
+    def complete_load(self, block_hashes: Any) -> None:
+        if self.touching == "complete_load":
+            return self._touched("complete_load", block_hashes)  # type: ignore[no-any-return]
+        return super().complete_load(block_hashes)
+
+    def complete_store(self, block_hashes: Any, success: bool = True) -> None:
+        if self.touching == "complete_store":
+            return self._touched("complete_store", block_hashes, success=success)  # type: ignore[no-any-return]
+        return super().complete_store(block_hashes, success)
 
 
 def _confusable(a: bytes, b: bytes) -> bool:
@@ -57,7 +90,7 @@ class ManagerMachine(ConformanceMachine):
     def setup(self, data: st.DataObject) -> None:
         capacity = data.draw(st.sampled_from(CAPACITIES), label="num_blocks")
         events = data.draw(st.booleans(), label="enable_events")
-        self.pool: list[bytes] = data.draw(hash_pools(min(capacity + 1, 10), min(12, capacity + 4)), label="pool")
+        self.pool: list[bytes] = data.draw(hash_pools(min(capacity + 1, 10), min(12, 2 * capacity + 3)), label="pool")
         self.capacity = capacity
         self.events_on = events
         self.target: Any = self.build(num_blocks=capacity, enable_events=events)
@@ -72,6 +105,7 @@ class ManagerMachine(ConformanceMachine):
         self.medium: str | None = None
         self.event_meta: tuple[Any, Any] | None = None
         self.replayed: set[bytes] = set()
+        self.calls: list[tuple[str, list[Any], dict[str, Any]]] = []  # for explaining mismatches (M10)
 
     # -- model views --------------------------------------------------------------------
     def ref(self, block_hash: bytes) -> int | None:
@@ -86,6 +120,11 @@ class ManagerMachine(ConformanceMachine):
 
     def ready(self) -> list[bytes]:
         return [h for h in self.pool if (self.ref(h) is not None and self.ref(h) >= 0)]  # type: ignore[operator]
+
+    def ghosts(self) -> list[bytes]:
+        """Pool hashes in the model's ARC ghost lists (B1, B2)."""
+        policy = self.model.policy
+        return [h for h in self.pool if h in getattr(policy, "b1", ()) or h in getattr(policy, "b2", ())]
 
     def draw_kind(self, data: st.DataObject, with_set: bool = False) -> str:
         kinds = ARG_KINDS + (("set",) if with_set else ())
@@ -111,6 +150,7 @@ class ManagerMachine(ConformanceMachine):
         if hook is not None:
             hook(target_out)
         model_out = invoke(getattr(self.model, method), list(ordered), **keywords)
+        self.calls.append((method, list(ordered), dict(keywords)))
         var = self.log.var()
         if shape == "oneshot":
             arg_var = self.log.var("a")
@@ -172,6 +212,20 @@ class ManagerMachine(ConformanceMachine):
                 )
             self.exercised("M9", expected_clause)
             self.sweep(("I7", "M9"), f"after {method} raised {expected_kind.__name__}")
+
+    # -- checks shared by rules -------------------------------------------------------------
+    def m10_culprit(self, evicted: list[bytes]) -> str | None:
+        """The method whose touching the policy (an M10 bug) explains the target's victims."""
+        for method in ("prepare_load", "complete_load", "complete_store"):
+            shadow = _TouchingManager(self.capacity, policy=self.policy_mode, enable_events=self.events_on)
+            shadow.touching = method
+            out: Outcome = (None, None)
+            for name, items, keywords in self.calls:
+                out = invoke(getattr(shadow, name), list(items), **keywords)
+            value = out[0]
+            if isinstance(value, PrepareStoreOutput) and list(value.block_hashes_evicted) == evicted:
+                return method
+        return None
 
     # -- checks shared by rules -------------------------------------------------------------
     def refine(self, clauses: tuple[str, ...], block_hash: bytes) -> tuple[str, ...]:
@@ -262,6 +316,38 @@ class ManagerMachine(ConformanceMachine):
         self.call("touch", self.draw_batch(data), self.draw_kind(data))
         self.exercised("M4", "P4")
 
+    @precondition(lambda self: bool(self.pending()))
+    @rule(data=st.data())
+    def touch_pending(self, data: st.DataObject) -> None:
+        """M4 on stores in flight: L2 moves them, A3 keeps them in T1 (not a second use)."""
+        items = data.draw(st.lists(st.sampled_from(self.pending()), min_size=1, max_size=2, unique=True), label="hashes")
+        others = data.draw(st.lists(st.sampled_from(self.pool), max_size=2, unique=True), label="others")
+        self.call("touch", list(dict.fromkeys(items + others)), self.draw_kind(data))
+        self.exercised("M4", "P4")
+
+    @precondition(lambda self: self.policy_mode == "arc" and bool(self.ghosts()))
+    @rule(data=st.data())
+    def touch_ghost(self, data: st.DataObject) -> None:
+        """M4, A3: touches of the model's ARC ghosts move p (the victims show it later)."""
+        items = data.draw(st.lists(st.sampled_from(self.ghosts()), min_size=1, max_size=2, unique=True), label="hashes")
+        for _ in range(data.draw(st.integers(1, 2), label="repeats")):
+            self.call("touch", items, self.draw_kind(data))
+        self.exercised("M4", "P4")
+
+    @precondition(lambda self: any(self.ref(h) is None for h in self.pool))
+    @rule(data=st.data())
+    def store_fresh(self, data: st.DataObject) -> None:
+        """M5 of absent hashes only (evictions when full), completed at once (M6): fills the
+        cache with ready blocks and the ARC ghost lists with victims."""
+        absent = [h for h in self.pool if self.ref(h) is None]
+        items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)), unique=True),
+                          label="hashes")
+        self._prepare_store(items, data)
+        stored = [h for h in items if self.ref(h) == -1]
+        if stored:
+            self.call("complete_store", stored, self.draw_kind(data, with_set=True), success=True)
+            self.exercised("M6", "C3")
+
     @rule(data=st.data())
     def prepare_store(self, data: st.DataObject) -> None:
         """M5 (and I3, I6, I7, L3/A4 on the victims)."""
@@ -326,6 +412,16 @@ class ManagerMachine(ConformanceMachine):
         if self.adopt is None and evicted != list(model_value.block_hashes_evicted):
             clause = EXACT_VICTIM_CLAUSE[self.policy_mode]
             expected = "[" + ", ".join(map(self.log.name, model_value.block_hashes_evicted)) + "]"
+            culprit = self.m10_culprit(evicted)
+            if culprit is not None:
+                self.fail(
+                    ("M10", clause),
+                    f"prepare_store evicted [{', '.join(map(self.log.name, evicted))}], "
+                    f"{self.policy_mode.upper()} evicts {expected}; the target's victims are those of a "
+                    f"manager whose {culprit} touches the policy (M10: only touch, stores, evictions and "
+                    "failed stores change the policy's order)",
+                    f"list({var}.block_hashes_evicted) == {expected}",
+                )
             self.fail(
                 (clause, "A3", "A5") if clause == "A4" else (clause, "L2"),
                 f"prepare_store evicted [{', '.join(map(self.log.name, evicted))}], "
@@ -461,7 +557,14 @@ class ManagerMachine(ConformanceMachine):
     @precondition(lambda self: self.strict)
     @rule(data=st.data())
     def strict_prepare_load(self, data: st.DataObject) -> None:
-        """M2 with absent, pending or repeated hashes (breaks C1, C5)."""
+        """M2 with absent, pending or repeated hashes (breaks C1, C5); often ready hashes
+        listed twice (each occurrence pins once more: M2, M3)."""
+        ready = self.ready()
+        repeat: bool = bool(ready) and data.draw(st.booleans(), label="repeat ready")
+        if repeat:
+            items = data.draw(st.lists(st.sampled_from(ready), min_size=1, max_size=3), label="hashes")
+            self._prepare_load(data, items + [items[0]])
+            return
         self._prepare_load(data, self.draw_batch(data, min_size=1))
 
     @precondition(lambda self: self.strict)

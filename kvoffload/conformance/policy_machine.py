@@ -3,11 +3,19 @@
 The machine owns the blocks and sets their ``ref_cnt`` to -1, 0 or k; the policy must
 never change them (P6). With ``policy="lru"``/``"arc"`` victims are compared in order with
 the reference policy; with ``"any"`` they are checked against P5 and adopted.
+
+The target is only observed through its answers (``get``, victims), but the machine
+knows the model's state and steers towards the states where subtle order bugs show:
+stores into a full cache (evictions), touches of pending blocks (L2, A3), touches of
+ARC ghosts (``p`` moves, by fractions when |B2|/|B1| is not whole: A3, A4), and ghost
+lists long enough to be trimmed (A5).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import math
 
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
@@ -19,6 +27,15 @@ from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
 
 __all__ = ["PolicyMachine"]
 
+#: Small capacities first: ARC's deep states (both ghost lists full, fractional ``p``)
+#: need a few dozen calls at capacity 3 or 4; capacity 1 cannot order anything.
+#: (hypothesis draws the ends of the tuple more often than the middle.)
+CAPACITIES = (3, 2, 4, 3, 1, 2, 3, 4, 5, 6, 8, 16, 3, 4)
+
+
+def _is_fraction(value: float) -> bool:
+    return value != math.floor(value)
+
 
 class PolicyMachine(ConformanceMachine):
     kind = "policy"
@@ -26,8 +43,10 @@ class PolicyMachine(ConformanceMachine):
 
     @initialize(data=st.data())
     def setup(self, data: st.DataObject) -> None:
-        self.capacity = data.draw(st.sampled_from((1, 2, 3, 4, 2, 3, 4, 5, 6, 8, 16)), label="cache_capacity")
-        self.pool: list[bytes] = data.draw(hash_pools(min(self.capacity + 1, 10), min(14, self.capacity * 2 + 3)), label="pool")
+        self.capacity = data.draw(st.sampled_from(CAPACITIES), label="cache_capacity")
+        # Room for T1/T2 and both ghost lists (up to 3x capacity hashes in play).
+        self.pool: list[bytes] = data.draw(
+            hash_pools(min(self.capacity + 1, 10), min(14, self.capacity * 3 + 2)), label="pool")
         self.target: Any = self.build(cache_capacity=self.capacity)
         self.model: Any
         if self.policy_mode == "lru":
@@ -86,13 +105,15 @@ class PolicyMachine(ConformanceMachine):
     @rule(data=st.data())
     def insert(self, data: st.DataObject) -> None:
         """P2, L1, A1: insert an absent hash with a new pending block."""
-        self.step()
         h = data.draw(st.sampled_from(self.absent()), label="hash")
+        self._insert(h, data.draw(st.sampled_from((0, 0, 0, -1, 1)), label="ref_cnt"))
+
+    def _insert(self, h: bytes, initial: int) -> None:
+        self.step()
         block = BlockStatus(len(self.all_blocks))
         source = f"blk{len(self.all_blocks)}"
         self.log.add(f"{source} = BlockStatus({len(self.all_blocks)})")
         self.all_blocks.append((block, source))
-        initial = data.draw(st.sampled_from((0, 0, 0, -1, 1)), label="ref_cnt")
         block.ref_cnt = initial
         self.ref_of[id(block)] = initial
         if initial != -1:
@@ -105,13 +126,37 @@ class PolicyMachine(ConformanceMachine):
         self.blocks[h] = (block, source)
         self.exercised("P2", "L1" if self.policy_mode == "lru" else "A1" if self.policy_mode == "arc" else "P1")
 
+    @precondition(lambda self: bool(self.absent()))
+    @rule(data=st.data())
+    def store(self, data: st.DataObject) -> None:
+        """What a manager's store does to its policy: evict to make room (P5, L3, A4, A5),
+        then insert the new hashes, pending or already completed (P2, L1, A1)."""
+        absent = self.absent()
+        fresh = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent), self.capacity),
+                                   unique=True), label="hashes")
+        need = len(self.blocks) + len(fresh) - self.capacity
+        if need > 0 and self._evict(need, set()) is None:
+            return
+        for h in fresh:
+            self._insert(h, data.draw(st.sampled_from((-1, 0, 0)), label="ref_cnt"))
+
+    @precondition(lambda self: any(block.ref_cnt == -1 for block, _ in self.blocks.values()))
+    @rule(data=st.data())
+    def complete(self, data: st.DataObject) -> None:
+        """A store completes: a pending block becomes ready and idle (L2, A3 then see it ready)."""
+        pending = [h for h in self.present() if self.blocks[h][0].ref_cnt == -1]
+        h = data.draw(st.sampled_from(pending), label="hash")
+        self._set_ref(h, 0)
+
     @precondition(lambda self: bool(self.blocks))
     @rule(data=st.data())
     def set_ref_cnt(self, data: st.DataObject) -> None:
         """The machine (standing in for the manager) sets a block's ref_cnt to -1, 0 or k."""
-        self.step()
         h = data.draw(st.sampled_from(self.present()), label="hash")
-        value = data.draw(st.sampled_from((0, 0, 1, -1, 2)), label="ref_cnt")
+        self._set_ref(h, data.draw(st.sampled_from((0, 0, 1, -1, 2)), label="ref_cnt"))
+
+    def _set_ref(self, h: bytes, value: int) -> None:
+        self.step()
         block, source = self.blocks[h]
         block.ref_cnt = value
         self.ref_of[id(block)] = value
@@ -134,8 +179,39 @@ class PolicyMachine(ConformanceMachine):
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
         """P4, L2, A3 (absent and ghost hashes included)."""
+        self._touch(data, data.draw(batches(self.pool, unique=not self.strict), label="hashes"))
+
+    @precondition(lambda self: any(block.ref_cnt == -1 for block, _ in self.blocks.values()))
+    @rule(data=st.data())
+    def touch_pending(self, data: st.DataObject) -> None:
+        """L2, A3: a touch of pending blocks (moved, but in ARC not promoted), maybe with others."""
+        pending = [h for h in self.present() if self.blocks[h][0].ref_cnt == -1]
+        items = data.draw(st.lists(st.sampled_from(pending), min_size=1, max_size=2, unique=True), label="hashes")
+        others = data.draw(st.lists(st.sampled_from(self.pool), max_size=2, unique=True), label="others")
+        self._touch(data, list(dict.fromkeys(items + others)))
+
+    @precondition(lambda self: self.policy_mode == "arc" and bool(self.model.b1 or self.model.b2))
+    @rule(data=st.data())
+    def touch_ghost(self, data: st.DataObject) -> None:
+        """A3: a touch of ARC ghosts (B1 raises p, B2 lowers it; A5 decides who is still a ghost).
+
+        Prefers, when the model has one, a ghost whose hit moves p by a non-whole step
+        (|B2|/|B1| or |B1|/|B2| above 1 and not whole), then p's fraction matters (A4),
+        and repeats the touch up to three times, so that whole and fractional steps part
+        by a whole block (A3)."""
+        b1, b2 = self.model.b1, self.model.b2
+        ghosts = [h for h in self.pool if h in b1 or h in b2]
+        fractional = [h for h in ghosts if (h in b1 and len(b2) > len(b1) and _is_fraction(len(b2) / len(b1)))
+                      or (h in b2 and self.model.p > 0 and len(b1) > len(b2) and _is_fraction(len(b1) / len(b2)))]
+        if fractional and data.draw(st.integers(0, 3), label="any ghost") < 3:
+            ghosts = fractional
+        items = data.draw(st.lists(st.sampled_from(ghosts), min_size=1, max_size=2, unique=True), label="hashes")
+        # Ghost hits do not change the lists' sizes: the same step again, as a later request would.
+        for _ in range(data.draw(st.integers(1, 3), label="repeats")):
+            self._touch(data, items)
+
+    def _touch(self, data: st.DataObject, items: list[bytes]) -> None:
         self.step()
-        items = data.draw(batches(self.pool, unique=not self.strict), label="hashes")
         shape = data.draw(st.sampled_from(ARG_KINDS), label="shape")
         argument, source = make_argument(shape, items, self.log.name)
         if isinstance(argument, OneShot):
@@ -150,12 +226,69 @@ class PolicyMachine(ConformanceMachine):
         self.model.touch(list(items))
         self.exercised("P4", {"lru": "L2", "arc": "A3"}.get(self.policy_mode, "P4"))
 
+    @precondition(lambda self: len(self.blocks) == self.capacity)
+    @rule(data=st.data())
+    def evict_full(self, data: st.DataObject) -> None:
+        """P5, L3, A4, A5: evict from a full policy, nothing protected."""
+        self._evict(data.draw(st.integers(1, min(3, self.capacity)), label="n"), set())
+
+    @rule(data=st.data())
+    def cycle(self, data: st.DataObject) -> None:
+        """A round of a cache's life in one rule: fill up with new hashes (some pending),
+        touch some (L2, A3: promotes ready T1 blocks, keeps pending ones in T1), complete
+        the pending stores, then maybe drain. A few rounds fill both ARC ghost lists in
+        drawn proportions, so that ghost hits move p by fractions (A3) and the drains
+        show floor(p) (A4) and the ghosts' trimming (A5).
+
+        An aimed ARC round (drawn) promotes all but floor(p) of T1 (at least 1, at most
+        capacity - 1, so that T2 is not empty), as the model
+        says, then drains: the drain switches from T1 to T2 exactly where
+        ``t1 < floor(p)``, so an implementation whose p or whose comparison differs
+        (A3, A4, A5) picks another victim there."""
+        aim = self.policy_mode == "arc" and data.draw(st.booleans(), label="aim")
+        while len(self.blocks) < self.capacity and self.absent():
+            absent = self.absent()
+            if self.policy_mode == "arc":  # new hashes, so that the ghost lists keep their sizes
+                absent = [h for h in absent if h not in self.model.b1 and h not in self.model.b2] or absent
+            self._insert(data.draw(st.sampled_from(absent), label="hash"),
+                         0 if aim else data.draw(st.sampled_from((0, 0, -1)), label="ref_cnt"))
+        present = self.present()
+        if aim:
+            t1_ready = [h for h in self.model.t1 if self.blocks[h][0].ref_cnt == 0]
+            excess = len(self.model.t1) - min(max(1, math.floor(self.model.p)), self.capacity - 1)
+            if excess > 0 and t1_ready:
+                order = data.draw(st.permutations(t1_ready), label="promoted")
+                self._touch(data, list(order[:excess]))
+            self.drain()
+            return
+        if present:
+            self._touch(data, data.draw(st.lists(st.sampled_from(present), max_size=len(present), unique=True),
+                                        label="touched"))
+        if data.draw(st.booleans(), label="complete"):
+            for h in self.present():
+                if self.blocks[h][0].ref_cnt == -1:
+                    self._set_ref(h, 0)
+        if data.draw(st.booleans(), label="drain"):
+            self.drain()
+
+    @precondition(lambda self: sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0) >= 2)
+    @rule()
+    def drain(self) -> None:
+        """P5, L3, A4, A5: evict every eligible block in one call. The victims show the
+        whole eviction order at once (LRU's order; ARC's T1/T2 interleaving, which
+        reveals floor(p)), and fill the ghost lists."""
+        self._evict(sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0), set())
+
     @rule(data=st.data())
     def evict(self, data: st.DataObject) -> None:
         """P5 (and L3 or A4, A5 exactly)."""
-        self.step()
         n = data.draw(st.integers(1, min(3, self.capacity)) | st.just(0), label="n")
         protected = set(data.draw(st.lists(st.sampled_from(self.pool), max_size=2), label="protected"))
+        self._evict(n, protected)
+
+    def _evict(self, n: int, protected: set[bytes]) -> list[bytes] | None:
+        """Evict on both sides and compare; the victims, or ``None`` when refused."""
+        self.step()
         var = self.log.var("ev")
         protected_source = ("{" + ", ".join(map(self.log.name, [h for h in self.pool if h in protected])) + "}") if protected else "set()"
         self.log.add(f"{var} = p.evict({n}, {protected_source})")
@@ -214,6 +347,7 @@ class PolicyMachine(ConformanceMachine):
             self.blocks.pop(h, None)
         if n:
             self.sweep("P5", f"after evict({n}, ...)")
+        return None if value is None else victims
 
     @precondition(lambda self: self.strict and bool(self.blocks))
     @rule(data=st.data())
