@@ -7,7 +7,9 @@
 Importing ``kvoffload`` needs neither torch nor vLLM.
 """
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 from .spec import (
     POLICIES,
@@ -32,6 +34,20 @@ from .spec import (
     TransferSpec,
 )
 
+if TYPE_CHECKING:
+    from .impl import CPUOffloadingManager, CPUOffloadingSpec
+
+# The production classes load numba; import them on first use so that
+# `import kvoffload` stays light (and works where only the model is wanted).
+_LAZY = {"CPUOffloadingManager": "kvoffload.impl", "CPUOffloadingSpec": "kvoffload.impl"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'kvoffload' has no attribute {name!r}")
+
+
 try:
     __version__ = version("kvoffload")
 except PackageNotFoundError:  # running from a source tree that was not installed
@@ -41,6 +57,8 @@ __all__ = [
     "POLICIES",
     "Backend",
     "BlockHash",
+    "CPUOffloadingManager",
+    "CPUOffloadingSpec",
     "BlockStatus",
     "CPULoadStoreSpec",
     "CachePolicy",

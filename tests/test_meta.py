@@ -164,3 +164,23 @@ def test_mypy_strict_on_the_package() -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_production_classes_are_reexported_lazily() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        import kvoffload
+        assert "numba" not in sys.modules, "import kvoffload must not load numba"
+        import kvoffload.impl
+        assert kvoffload.CPUOffloadingManager is kvoffload.impl.CPUOffloadingManager
+        assert kvoffload.CPUOffloadingSpec is kvoffload.impl.CPUOffloadingSpec
+        try:
+            kvoffload.NoSuchThing
+        except AttributeError:
+            print("ok")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -7,6 +7,7 @@ torch copy handlers, and the vLLM connector.
 """
 
 from .components import ARCCachePolicy, CPUBackend, LRUCachePolicy
+from .cpu_spec import CPUOffloadingSpec
 from .fingerprint import FINGERPRINT_MODES, fingerprint_mask
 from .manager import MANAGER_POLICIES, CPUOffloadingManager
 
@@ -14,6 +15,7 @@ __all__ = [
     "ARCCachePolicy",
     "CPUBackend",
     "CPUOffloadingManager",
+    "CPUOffloadingSpec",
     "FINGERPRINT_MODES",
     "LRUCachePolicy",
     "MANAGER_POLICIES",
