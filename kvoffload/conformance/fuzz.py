@@ -40,7 +40,6 @@ from typing import Any
 import attrs
 import click
 import hypothesis
-from hypothesis import HealthCheck, Phase, Verbosity
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.stateful import get_state_machine_test
 
@@ -48,7 +47,7 @@ from ..spec.clauses import clause_sort_key
 from .loading import FactoryLoadError, load_factory
 from .machine_base import FactoryRef, RunStats, TargetSetupError
 from .report import ConformanceFailure, ConformanceResult
-from .runner import SMOKE_ARGUMENTS, machine_for
+from .runner import check_builds, conformance_settings, find_exception, machine_for
 
 __all__ = ["DEFAULT_DATABASE", "FuzzRound", "FuzzOutcome", "plan_rounds", "fuzz_machines", "fuzz_handler", "fuzz"]
 
@@ -133,44 +132,6 @@ def plan_rounds(kind: str, target: str, policy: str | None, strict: bool) -> lis
     return [FuzzRound(target, factory, mode, strict)]
 
 
-def _settings(max_examples: int, steps: int, database: ExampleDatabase | None) -> hypothesis.settings:
-    return hypothesis.settings(
-        max_examples=max_examples,
-        stateful_step_count=steps,
-        database=database,
-        derandomize=False,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-    )
-
-
-def _find(error: BaseException, cls: type[BaseException]) -> BaseException | None:
-    """``error`` or the first ``cls`` inside it (exception groups, causes, contexts)."""
-    seen: set[int] = set()
-    stack = [error]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, cls):
-            return current
-        stack.extend(getattr(current, "exceptions", ()) or ())
-        stack.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-    return None
-
-
-def _check_builds(kind: str, fuzz_round: FuzzRound) -> None:
-    try:
-        fuzz_round.factory(**SMOKE_ARGUMENTS[kind])
-    except Exception as error:
-        raise TargetSetupError(f"{fuzz_round.source} raised {type(error).__name__}: {error}") from error
-
-
 def _progress(line: str, stream: Any) -> None:
     if stream is not None:
         stream.write("\r" + line + " " * 4)
@@ -190,7 +151,7 @@ def fuzz_machines(
     """Run the suite's machine for ``kind`` round after round until ``seconds`` pass or a
     violation is found. Raises ``TargetSetupError`` if a factory cannot build its target."""
     for fuzz_round in rounds:
-        _check_builds(kind, fuzz_round)
+        check_builds(kind, fuzz_round.factory, fuzz_round.source)
     max_examples, steps = budget or ROUND_BUDGET[kind]
     stats = RunStats()
     outcome = FuzzOutcome(kind)
@@ -203,16 +164,16 @@ def fuzz_machines(
         index += 1
         reference = FactoryRef.of(fuzz_round.factory, fuzz_round.source)
         machine = machine_for(kind, reference, fuzz_round.policy, fuzz_round.strict, stats)
-        test = get_state_machine_test(machine, settings=_settings(max_examples, steps, database))
+        test = get_state_machine_test(machine, settings=conformance_settings(max_examples, steps, database=database))
         if seeds is not None:
             test = hypothesis.seed(seeds.getrandbits(64))(test)
         try:
             test()
         except Exception as error:
-            setup = _find(error, TargetSetupError)
+            setup = find_exception(error, TargetSetupError)
             if setup is not None:
                 raise setup from None
-            failure = _find(error, ConformanceFailure)
+            failure = find_exception(error, ConformanceFailure)
             result = ConformanceResult(
                 target=fuzz_round.source, kind=kind, policy=fuzz_round.policy if kind != "backend" else "-",
                 strict=fuzz_round.strict, ok=False, seed=seed if seed is not None else -1,

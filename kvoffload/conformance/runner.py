@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity
+from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import get_state_machine_test
 
 from ..spec.clauses import clause_sort_key
@@ -66,29 +67,59 @@ def machine_for(
     return type(f"{base.__name__}For{policy.capitalize()}{'Strict' if strict else ''}", (base,), attributes)
 
 
-def _find_failure(error: BaseException) -> ConformanceFailure | None:
-    if isinstance(error, ConformanceFailure):
-        return error
-    for inner in getattr(error, "exceptions", ()) or ():
-        found = _find_failure(inner)
-        if found is not None:
-            return found
-    for linked in (error.__cause__, error.__context__):
-        if linked is not None and linked is not error:
-            found = _find_failure(linked)
-            if found is not None:
-                return found
+E = TypeVar("E", bound=BaseException)
+
+
+def find_exception(error: BaseException, cls: type[E]) -> E | None:
+    """``error`` or the first ``cls`` inside it (exception groups, causes, contexts)."""
+    seen: set[int] = set()
+    stack = [error]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, cls):
+            return current
+        stack.extend(getattr(current, "exceptions", ()) or ())
+        stack.extend(e for e in (current.__cause__, current.__context__) if e is not None)
     return None
 
 
-def _find_setup_error(error: BaseException) -> TargetSetupError | None:
-    if isinstance(error, TargetSetupError):
-        return error
-    for inner in getattr(error, "exceptions", ()) or ():
-        found = _find_setup_error(inner)
-        if found is not None:
-            return found
-    return None
+def check_builds(kind: str, factory: Callable[..., Any], source: str) -> None:
+    """Build one target with the smoke arguments; ``TargetSetupError`` (exit 2) if it fails."""
+    arguments = SMOKE_ARGUMENTS[kind]
+    try:
+        factory(**arguments)
+    except Exception as error:
+        raise TargetSetupError(
+            f"{source}({', '.join(f'{k}={v!r}' for k, v in arguments.items())}) "
+            f"raised {type(error).__name__}: {error}"
+        ) from error
+
+
+def conformance_settings(
+    max_examples: int,
+    steps: int,
+    *,
+    shrink: bool = True,
+    database: ExampleDatabase | None = None,
+) -> hypothesis.settings:
+    """The suite's hypothesis settings. With a ``database`` (fuzzing), saved failures are
+    replayed first; without one, runs are reproducible from the seed alone."""
+    phases = [Phase.explicit] + ([Phase.reuse] if database is not None else []) + [Phase.generate]
+    return hypothesis.settings(
+        max_examples=max_examples,
+        stateful_step_count=steps,
+        database=database,
+        derandomize=False,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        phases=phases + ([Phase.shrink] if shrink else []),
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
 
 
 def run_conformance(
@@ -120,28 +151,11 @@ def run_conformance(
     if max_examples < 1 or steps < 1:
         raise ValueError("max_examples and steps must be at least 1")
     reference = FactoryRef.of(factory, source)
-    try:
-        factory(**SMOKE_ARGUMENTS[kind])
-    except Exception as error:
-        raise TargetSetupError(
-            f"{reference.source}({', '.join(f'{k}={v!r}' for k, v in SMOKE_ARGUMENTS[kind].items())}) "
-            f"raised {type(error).__name__}: {error}"
-        ) from error
+    check_builds(kind, factory, reference.source)
     label = f"{kind} {reference.source}"
     stats = RunStats(progress=progress, label=label)
     machine = machine_for(kind, reference, policy, strict, stats)
-    settings = hypothesis.settings(
-        max_examples=max_examples,
-        stateful_step_count=steps,
-        database=None,
-        derandomize=False,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else []),
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-    )
+    settings = conformance_settings(max_examples, steps, shrink=shrink)
     test = hypothesis.seed(seed)(get_state_machine_test(machine, settings=settings))
     result = ConformanceResult(
         target=reference.source, kind=kind, policy=policy if kind != "backend" else "-", strict=strict,
@@ -151,10 +165,10 @@ def run_conformance(
     try:
         test()
     except Exception as error:
-        setup = _find_setup_error(error)
+        setup = find_exception(error, TargetSetupError)
         if setup is not None:
             raise setup from None
-        failure = _find_failure(error)
+        failure = find_exception(error, ConformanceFailure)
         result.ok = False
         if failure is not None:
             result.clauses = failure.clauses
