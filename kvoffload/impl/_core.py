@@ -11,7 +11,8 @@ nodes = ``2C`` for ARC, 0 for LRU, ``N = C + G`` nodes):
 
 * ``a64`` (int64): ``meta`` (``_layout``) | ``ts[C]`` recency stamps | ``hts[C]`` heap keys
 * ``a32`` (int32): ``ref[C]`` | ``hpos[C]`` | ``hnode[C]`` | ``free[C]`` (stack) |
-  ``bprev[C]`` | ``bnext[C]`` (recency lists) | ``gprev[G]`` | ``gnext[G]`` | ``gfree[G]``
+  ``bprev[C]`` | ``bnext[C]`` (recency lists) | ``gprev[G]`` | ``gnext[G]`` | ``gfree[G]`` |
+  ``gtag[G]`` (a ghost's 32-bit table tag, so trimming it needs no rehash; ``_gtag``)
 * ``a8`` (int8): ``lst[N]`` (0 free, 1 LRU/T1, 2 T2, 3 B1, 4 B2) | ``prot[C]``
 * ``pf`` (float64[1]): ARC's target ``p``.
 
@@ -74,6 +75,7 @@ from ._layout import (
 )
 from ._lists import _l_append, _l_prepend, _l_unlink
 from ._table import (
+    _LO32,
     _P1,
     _U32,
     CHUNK,
@@ -133,6 +135,14 @@ def _split(a64, a32, a8):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
+def _gtag(a32, meta):  # type: ignore[no-untyped-def]
+    """The ghosts' table tags (int32 bits of the uint32 tag, by ``node - C``)."""
+    cap = meta[CAP]
+    g = meta[NODES] - cap
+    return a32[6 * cap + 3 * g : 6 * cap + 4 * g]
+
+
+@njit(cache=True)
 def _io(io):  # type: ignore[no-untyped-def]
     b = (io.shape[0] - IO_INFO) // 4
     o = IO_INFO
@@ -172,12 +182,12 @@ def _find_all(table, keys, meta, lst, ref, q, lens, n):  # type: ignore[no-untyp
 
 
 @njit(cache=True)
-def _g_drop(table, keys, meta, lst, gprev, gnext, gfree, nd, slot):  # type: ignore[no-untyped-def]
-    """Forget ghost ``nd`` (at table slot ``slot``, or -1 to find it)."""
+def _g_drop(table, meta, lst, gprev, gnext, gfree, gtag, nd, slot):  # type: ignore[no-untyped-def]
+    """Forget ghost ``nd`` (at table slot ``slot``, or -1 to find it by its stored tag)."""
     _g_unlink(gprev, gnext, meta, lst[nd] - 3, nd)
     shift = np.uint64(meta[SHIFT])
     if slot < 0:
-        slot = _slot_of(table, shift, _node_tag(keys, nd, np.uint64(meta[FPMASK])), nd)
+        slot = _slot_of(table, shift, np.uint64(gtag[nd - meta[CAP]]) & _LO32, nd)
     _table_delete(table, shift, slot)
     lst[nd] = 0
     gfree[meta[NGFREE]] = nd
@@ -445,13 +455,30 @@ def _evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no
     # apply (A5: ghosts appended in victim order, each list trimmed to the capacity)
     kw = keys.shape[1]
     tm = np.uint64(table.shape[0] - 1)
+    gtag = _gtag(a32, meta)
     vtags = np.empty(min(n, CHUNK), np.uint64)
+    nxt0 = meta[HEAD0]  # the next ghosts a trim of B1 / B2 may drop (prefetch hints only)
+    nxt1 = meta[HEAD0 + 3]
     for k in range(n):
         if k % CHUNK == 0:  # rehash a group of victims first, prefetching their home slots
             for j in range(k, min(k + CHUNK, n)):
                 t = _node_tag(keys, out_vic[j], mask)
                 vtags[j - k] = t
                 prefetch(table, _home(t, shift, tm))
+            if arc:  # and the slots, rows and links of the ghosts their trims may drop
+                for j in range(k, min(k + CHUNK, n)):
+                    c = nxt0 if from_t1[j] else nxt1
+                    if c < 0:
+                        continue
+                    x = c - cap
+                    prefetch(table, _home(np.uint64(gtag[x]) & _LO32, shift, tm))
+                    prefetch(keys, c)
+                    prefetch(lst, c)
+                    prefetch(gprev, x)
+                    if from_t1[j]:
+                        nxt0 = gnext[x]
+                    else:
+                        nxt1 = gnext[x]
         nd = out_vic[k]
         tag = vtags[k % CHUNK]
         s = _slot_of(table, shift, tag, nd)
@@ -459,10 +486,12 @@ def _evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no
         meta[N1 + g] -= 1
         if arc:
             if meta[HEAD0 + 3 * g + 2] >= cap:
-                _g_drop(table, keys, meta, lst, gprev, gnext, gfree, meta[HEAD0 + 3 * g], -1)
-                s = _slot_of(table, shift, tag, nd)  # the drop may have shifted our slot
+                _g_drop(table, meta, lst, gprev, gnext, gfree, gtag, meta[HEAD0 + 3 * g], -1)
+                if (table[s] & _LO32) != np.uint64(nd + 1):  # the drop shifted our slot back
+                    s = _slot_of(table, shift, tag, nd)
             meta[NGFREE] -= 1
             gn = gfree[meta[NGFREE]]
+            gtag[gn - cap] = np.int32(tag)
             for j in range(kw):
                 keys[gn, j] = keys[nd, j]
             table[s] = (tag << _U32) | np.uint64(gn + 1)
@@ -538,7 +567,7 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
         if nodes[i] >= 0:  # a ghost at lookup time (A1: forget it), unless trimmed since
             s, g = _find(table, keys, shift, q, i, length, tags[i])
             if g >= 0:
-                _g_drop(table, keys, meta, lst, gprev, gnext, gfree, g, s)
+                _g_drop(table, meta, lst, gprev, gnext, gfree, _gtag(a32, meta), g, s)
             moved = True
         meta[NFREE] -= 1
         b = free[meta[NFREE]]
@@ -627,4 +656,4 @@ def table_size(nodes: int) -> int:
 
 def arena_sizes(capacity: int, ghosts: int) -> tuple[int, int, int]:
     """Lengths of the int64, int32 and int8 arenas."""
-    return META_SIZE + 2 * capacity, 6 * capacity + 3 * ghosts, capacity + ghosts + capacity
+    return META_SIZE + 2 * capacity, 6 * capacity + 4 * ghosts, capacity + ghosts + capacity

@@ -328,7 +328,7 @@ class CPUOffloadingManager(OffloadingManager):
         ``state``: the manager's own structures for its ``num_blocks`` blocks (their
         share of the hash table, per-block arrays, heaps, free stack, meta);
         ``ghosts``: ARC's ghost index (the table's share for ghost nodes, the B1/B2 links
-        and free list, list tags); ``hashes``: the stored hashes themselves (key rows of
+        and free list, their table tags, list tags); ``hashes``: the stored hashes themselves (key rows of
         blocks and ghosts, the Python objects of live blocks); ``scratch``: per-batch
         buffers (grow with the largest batch, not with the capacity).
         """
@@ -337,7 +337,7 @@ class CPUOffloadingManager(OffloadingManager):
         ghosts = nodes - cap
         table = int(self._table.nbytes)
         table_ghosts = table * ghosts // nodes
-        ghost_arrays = ghosts * (3 * 4 + 1)  # gprev, gnext, gfree (int32) + lst (int8)
+        ghost_arrays = ghosts * (4 * 4 + 1)  # gprev, gnext, gfree, gtag (int32) + lst (int8)
         arenas = int(self._a64.nbytes + self._a32.nbytes + self._a8.nbytes + self._pf.nbytes)
         return {
             "state": table - table_ghosts + arenas - ghost_arrays,
