@@ -32,7 +32,6 @@ from __future__ import annotations
 import random
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -46,8 +45,8 @@ from hypothesis.stateful import get_state_machine_test
 from ..spec.clauses import clause_sort_key
 from .loading import FactoryLoadError, load_factory
 from .machine_base import FactoryRef, RunStats, TargetSetupError
-from .report import ConformanceFailure, ConformanceResult
-from .runner import check_builds, conformance_settings, find_exception, machine_for
+from .report import ConformanceResult
+from .runner import check_builds, conformance_settings, machine_for, record_failure
 
 __all__ = ["DEFAULT_DATABASE", "FuzzRound", "FuzzOutcome", "plan_rounds", "fuzz_machines", "fuzz_handler", "fuzz"]
 
@@ -170,22 +169,11 @@ def fuzz_machines(
         try:
             test()
         except Exception as error:
-            setup = find_exception(error, TargetSetupError)
-            if setup is not None:
-                raise setup from None
-            failure = find_exception(error, ConformanceFailure)
             result = ConformanceResult(
                 target=fuzz_round.source, kind=kind, policy=fuzz_round.policy if kind != "backend" else "-",
                 strict=fuzz_round.strict, ok=False, seed=seed if seed is not None else -1,
             )
-            if isinstance(failure, ConformanceFailure):
-                result.clauses, result.message = failure.clauses, failure.message
-                result.reproduction = failure.reproduction
-            else:
-                result.clauses = ("?",)
-                result.message = "the target raised an unexpected error: " + "".join(
-                    traceback.format_exception(type(error), error, error.__traceback__)
-                ).strip()
+            record_failure(result, error, "the target raised an unexpected error: ", full_traceback=True)
             outcome.result = result
         outcome.rounds = index
         outcome.seconds = time.perf_counter() - started

@@ -98,6 +98,34 @@ def check_builds(kind: str, factory: Callable[..., Any], source: str) -> None:
         ) from error
 
 
+def record_failure(
+    result: ConformanceResult, error: BaseException, unexpected: str, *, full_traceback: bool
+) -> None:
+    """Fill ``result`` from what a hypothesis run raised.
+
+    A ``TargetSetupError`` is re-raised (exit 2: the target could not be built). A
+    ``ConformanceFailure`` gives the clauses, message and reproduction; anything else is
+    reported under clause ``?`` with ``unexpected`` and the error (its whole traceback
+    when ``full_traceback``: a fuzzing finding must be debuggable from the log alone).
+    """
+    setup = find_exception(error, TargetSetupError)
+    if setup is not None:
+        raise setup from None
+    result.ok = False
+    failure = find_exception(error, ConformanceFailure)
+    if failure is not None:
+        result.clauses, result.message = failure.clauses, failure.message
+        result.reproduction = failure.reproduction
+        return
+    lines = (
+        traceback.format_exception(type(error), error, error.__traceback__)
+        if full_traceback
+        else traceback.format_exception_only(type(error), error)
+    )
+    result.clauses = ("?",)
+    result.message = unexpected + "".join(lines).strip()
+
+
 def conformance_settings(
     max_examples: int,
     steps: int,
@@ -165,20 +193,7 @@ def run_conformance(
     try:
         test()
     except Exception as error:
-        setup = find_exception(error, TargetSetupError)
-        if setup is not None:
-            raise setup from None
-        failure = find_exception(error, ConformanceFailure)
-        result.ok = False
-        if failure is not None:
-            result.clauses = failure.clauses
-            result.message = failure.message
-            result.reproduction = failure.reproduction
-        else:
-            result.clauses = ("?",)
-            result.message = "the suite stopped on an unexpected error: " + "".join(
-                traceback.format_exception_only(type(error), error)
-            ).strip()
+        record_failure(result, error, "the suite stopped on an unexpected error: ", full_traceback=False)
     finally:
         stats.done()
     result.seconds = time.perf_counter() - started
