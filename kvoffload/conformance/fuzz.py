@@ -40,13 +40,12 @@ import attrs
 import click
 import hypothesis
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
-from hypothesis.stateful import get_state_machine_test
 
 from ..spec.clauses import clause_sort_key
 from .loading import FactoryLoadError, load_factory
 from .machine_base import FactoryRef, RunStats, TargetSetupError
 from .report import ConformanceResult
-from .runner import check_builds, conformance_settings, machine_for, record_failure
+from .runner import check_builds, conformance_settings, machine_for, record_failure, state_machine_test
 
 __all__ = ["DEFAULT_DATABASE", "FuzzRound", "FuzzOutcome", "plan_rounds", "fuzz_machines", "fuzz_handler", "fuzz"]
 
@@ -163,7 +162,7 @@ def fuzz_machines(
         index += 1
         reference = FactoryRef.of(fuzz_round.factory, fuzz_round.source)
         machine = machine_for(kind, reference, fuzz_round.policy, fuzz_round.strict, stats)
-        test = get_state_machine_test(machine, settings=conformance_settings(max_examples, steps, database=database))
+        test = state_machine_test(machine, settings=conformance_settings(max_examples, steps, database=database))
         if seeds is not None:
             test = hypothesis.seed(seeds.getrandbits(64))(test)
         try:
