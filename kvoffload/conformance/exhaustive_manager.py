@@ -132,7 +132,7 @@ class ManagerWorld:
         return touches, stores
 
     def ref(self, h: bytes) -> int | None:
-        block = self.model.policy.get(h)  # type: ignore[arg-type]
+        block = self.model.policy.get(h)
         return None if block is None else int(block.ref_cnt)
 
     def enabled(self) -> list[ManagerOp]:
@@ -338,7 +338,7 @@ class ManagerWorld:
             log.name(h)
         for query in queries:
             value, error = invoke(self.target.lookup, list(query))
-            expected = self.model.lookup(list(query))  # type: ignore[arg-type]
+            expected = self.model.lookup(list(query))
             source = f"m.lookup([{', '.join(map(log.name, query))}])"
             if error is not None:
                 self.fail("M1", f"{source} raised {error!r} after {method}")

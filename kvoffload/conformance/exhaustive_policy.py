@@ -148,7 +148,7 @@ class PolicyWorld:
             _, error = invoke(self.target.insert, h, block)
             if error is not None:
                 self.fail("P2", f"insert of an absent hash raised {error!r}")
-            self.model.insert(h, block)  # type: ignore[arg-type]
+            self.model.insert(h, block)
             self.blocks[h] = block
         elif method == "set_ref":
             block = self.blocks[hashes[0]]
@@ -159,12 +159,12 @@ class PolicyWorld:
             _, error = invoke(self.target.touch, list(hashes))
             if error is not None:
                 self.fail("P4", f"touch raised {error!r}")
-            self.model.touch(list(hashes))  # type: ignore[arg-type]
+            self.model.touch(list(hashes))
         elif method == "remove":
             _, error = invoke(self.target.remove, hashes[0])
             if error is not None:
                 self.fail("P3", f"remove of a present hash raised {error!r}")
-            self.model.remove(hashes[0])  # type: ignore[arg-type]
+            self.model.remove(hashes[0])
             del self.blocks[hashes[0]]
         else:
             self._evict(number, set(hashes))
@@ -174,7 +174,7 @@ class PolicyWorld:
         value, error = invoke(self.target.evict, n, set(protected))
         if error is not None:
             self.fail("P5", f"evict({n}, ...) raised {error!r}")
-        expected = self.model.evict(n, set(protected))  # type: ignore[arg-type]
+        expected = self.model.evict(n, set(protected))
         got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
         expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
         exact = {"lru": "L3", "arc": "A4"}[self.policy]

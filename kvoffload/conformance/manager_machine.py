@@ -109,7 +109,7 @@ class ManagerMachine(ConformanceMachine):
 
     # -- model views --------------------------------------------------------------------
     def ref(self, block_hash: bytes) -> int | None:
-        block = self.model.policy.get(block_hash)  # type: ignore[arg-type]
+        block = self.model.policy.get(block_hash)
         return None if block is None else int(block.ref_cnt)
 
     def ready_set(self) -> set[bytes]:

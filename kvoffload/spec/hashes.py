@@ -55,5 +55,5 @@ def read_hashes(hashes: Iterable[bytes], argument: str = "block_hashes") -> list
             # I8: identity is the content. A bytes subclass may override __eq__, __hash__
             # or __bytes__; a memoryview copy reads the raw content and nothing else.
             block_hash = bytes(memoryview(block_hash))
-        batch.append(BlockHash(block_hash))
+        batch.append(block_hash)
     return batch

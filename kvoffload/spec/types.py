@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ctypes
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, NewType
+from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 import numpy as np
@@ -28,8 +28,10 @@ __all__ = [
 ]
 
 #: A block hash: ``bytes`` of any non-zero length (vocabulary). Distinct byte strings are
-#: distinct blocks, also when one is a prefix of the other (I8).
-BlockHash = NewType("BlockHash", bytes)
+#: distinct blocks, also when one is a prefix of the other (I8). An alias, not a
+#: ``NewType``: every API takes the ``bytes`` users have (plain ``bytes``, vLLM's
+#: ``BlockHash``/``OffloadKey`` NewTypes) without a cast, and hands back those objects.
+BlockHash: TypeAlias = bytes
 
 
 class BlockStatus(ctypes.Structure):

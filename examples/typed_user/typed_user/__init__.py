@@ -1,0 +1,1 @@
+"""A user-side package that exercises kvoffload's public API under ``mypy --strict``."""
