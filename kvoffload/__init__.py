@@ -30,6 +30,8 @@ from .spec import (
     ReferenceCPUBackend,
     ReferenceLRUPolicy,
     ReferenceManager,
+    ReferenceS3FIFOPolicy,
+    ReferenceSIEVEPolicy,
     TransferResult,
     TransferSpec,
 )
@@ -74,6 +76,8 @@ __all__ = [
     "ReferenceCPUBackend",
     "ReferenceLRUPolicy",
     "ReferenceManager",
+    "ReferenceS3FIFOPolicy",
+    "ReferenceSIEVEPolicy",
     "TransferResult",
     "TransferSpec",
     "__version__",
