@@ -169,8 +169,8 @@ class ReferenceS3FIFOPolicy(CachePolicy):
 
     def check_invariants(self) -> None:
         """F1: S, M and G are disjoint, G is bounded, counters lie in ``0..3``; I2."""
-        for name, queue in (("S", self.small.keys()), ("M", self.main.keys())):
-            shared = queue & self.ghost.keys()
+        for name, keys in (("S", self.small.keys()), ("M", self.main.keys())):
+            shared = keys & self.ghost.keys()
             if shared:
                 raise ContractViolation("F1", f"{describe_hash(next(iter(shared)))} is in {name} and G")
         both = self.small.keys() & self.main.keys()
