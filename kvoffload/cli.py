@@ -60,6 +60,7 @@ class LazyGroup(click.Group):
         "fuzz": "kvoffload.conformance.fuzz:fuzz",
         "simulate": "kvoffload.conformance.simulation:simulate",
         "check-exhaustive": "kvoffload.conformance.exhaustive:check_exhaustive",
+        "replay": "kvoffload.replay.cli:replay",
     },
     context_settings={"help_option_names": ["-h", "--help"]},
 )
