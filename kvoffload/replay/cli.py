@@ -63,9 +63,10 @@ def replay_curves(trace: Trace, capacities: list[int], policies: list[str], prog
     return Curves(trace, capacities, ratios, ceiling)
 
 
-def curves_table(curves: Curves, block_size: int | None) -> Table:
+def curves_table(curves: Curves) -> Table:
     """Rows: capacities; columns: each policy, Belady, and the ceiling (hit ratio, %)."""
     trace = curves.trace
+    block_size = trace.block_size
     table = Table(
         title=f"{trace.name}: {trace.num_requests:,} requests, {trace.num_accesses:,} block "
         f"accesses, {trace.num_keys:,} distinct blocks — hit ratio (%) = blocks served from the cache"
@@ -134,9 +135,8 @@ def replay(
         for trace in loaded:
             sizes = sorted({parse_capacity(c, trace.num_keys) for c in capacities or DEFAULT_CAPACITIES})
             results.append(replay_curves(trace, sizes, chosen, progress))
-    is_mooncake = trace_format == "mooncake" or trace_format == "auto"
     for curves in results:
-        console.print(curves_table(curves, block_size if is_mooncake else None))
+        console.print(curves_table(curves))
     if plot is not None:
         _draw_all(console, plot, results)
 

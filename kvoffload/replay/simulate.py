@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..spec.manager import ReferenceManager
+from ..spec.types import BlockHash
 from ._bounds import replay_belady, replay_infinite
 from ._policies import POLICY_CODES, replay_policy
 from .traces import Trace
@@ -55,8 +56,8 @@ def replay_hits(trace: Trace, capacity: int, policy: str) -> npt.NDArray[np.int6
     return hits
 
 
-def _key_bytes(key: int) -> bytes:
-    return key.to_bytes(8, "little")
+def _key_bytes(key: int) -> BlockHash:
+    return BlockHash(key.to_bytes(8, "little"))
 
 
 def replay_reference(trace: Trace, capacity: int, policy: str) -> list[int]:

@@ -36,12 +36,16 @@ MOONCAKE_BLOCK_TOKENS = 512
 
 @attrs.frozen
 class Trace:
-    """Requests as one flat key array: request ``r`` is ``keys[offsets[r]:offsets[r+1]]``."""
+    """Requests as one flat key array: request ``r`` is ``keys[offsets[r]:offsets[r+1]]``.
+
+    ``block_size``: tokens per key where the format says (Mooncake), else ``None``.
+    """
 
     name: str
     keys: npt.NDArray[np.int64]
     offsets: npt.NDArray[np.int64]
     num_keys: int
+    block_size: int | None = None
 
     @property
     def num_requests(self) -> int:
@@ -105,14 +109,14 @@ def mooncake_requests(lines: Iterable[str], block_size: int) -> Iterator[npt.NDA
         yield keys[:count]
 
 
-def _from_raw_ids(name: str, requests: Iterable[npt.NDArray[np.int64]]) -> Trace:
+def _from_raw_ids(name: str, requests: Iterable[npt.NDArray[np.int64]], block_size: int) -> Trace:
     """A ``Trace`` from requests of raw integer ids, distinct within each request."""
     parts = list(requests)
     offsets = np.zeros(len(parts) + 1, np.int64)
     offsets[1:] = np.cumsum([len(part) for part in parts])
     flat = np.concatenate(parts) if parts else np.zeros(0, np.int64)
     unique, dense = np.unique(flat, return_inverse=True)
-    return Trace(name, dense.astype(np.int64).ravel(), offsets, len(unique))
+    return Trace(name, dense.astype(np.int64).ravel(), offsets, len(unique), block_size)
 
 
 def text_requests(lines: Iterable[str]) -> Iterator[list[str]]:
@@ -136,7 +140,7 @@ def read_trace(path: Path, trace_format: str = "auto", block_size: int = 16) -> 
         trace_format = detect_format(path)
     with path.open(encoding="utf-8") as handle:
         if trace_format == "mooncake":
-            return _from_raw_ids(path.name, mooncake_requests(handle, block_size))
+            return _from_raw_ids(path.name, mooncake_requests(handle, block_size), block_size)
         if trace_format == "text":
             return from_requests(path.name, text_requests(handle))
     raise ValueError(f"unknown trace format {trace_format!r} (mooncake, text or auto)")
