@@ -23,7 +23,7 @@ from .traces import Trace, read_trace
 __all__ = ["replay", "Curves", "parse_capacity", "DEFAULT_CAPACITIES"]
 
 #: Without ``--capacity``: these shares of the trace's distinct keys.
-DEFAULT_CAPACITIES = ("2%", "5%", "10%", "20%", "30%", "50%", "75%", "100%")
+DEFAULT_CAPACITIES = ("1%", "2%", "5%", "10%", "15%", "20%", "30%", "40%", "50%", "75%", "100%")
 
 
 @attrs.frozen
