@@ -38,10 +38,16 @@ from .spec import (
 
 if TYPE_CHECKING:
     from .impl import CPUOffloadingManager, CPUOffloadingSpec
+    from .replay import read_trace, replay_hits
 
 # The production classes load numba; import them on first use so that
 # `import kvoffload` stays light (and works where only the model is wanted).
-_LAZY = {"CPUOffloadingManager": "kvoffload.impl", "CPUOffloadingSpec": "kvoffload.impl"}
+_LAZY = {
+    "CPUOffloadingManager": "kvoffload.impl",
+    "CPUOffloadingSpec": "kvoffload.impl",
+    "read_trace": "kvoffload.replay",
+    "replay_hits": "kvoffload.replay",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -81,4 +87,6 @@ __all__ = [
     "TransferResult",
     "TransferSpec",
     "__version__",
+    "read_trace",
+    "replay_hits",
 ]

@@ -8,24 +8,11 @@ number), so one pair of ``prev``/``nxt`` arrays serves every queue of a policy. 
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
 from numba import njit
 
-__all__ = ["HEAD", "TAIL", "SIZE", "Queues", "push", "unlink", "pop_oldest"]
+__all__ = ["HEAD", "TAIL", "SIZE", "push", "unlink", "pop_oldest"]
 
 HEAD, TAIL, SIZE = 0, 1, 2
-
-
-class Queues:
-    """The arrays of a policy's queues (``num_keys`` keys, queues ``1 … count``)."""
-
-    def __init__(self, num_keys: int, count: int) -> None:
-        self.prev: npt.NDArray[np.int64] = np.full(num_keys, -1, np.int64)
-        self.nxt: npt.NDArray[np.int64] = np.full(num_keys, -1, np.int64)
-        self.where: npt.NDArray[np.int8] = np.zeros(num_keys, np.int8)
-        self.ls: npt.NDArray[np.int64] = np.full((3, count + 1), -1, np.int64)
-        self.ls[SIZE] = 0
 
 
 @njit(cache=True)
