@@ -19,12 +19,13 @@ if TYPE_CHECKING:
 
 __all__ = ["draw_curves"]
 
+#: name → (legend label, colour, line style)
 _STYLE = {
-    "lru": ("tab:blue", "o-"),
-    "arc": ("tab:orange", "s-"),
-    "s3fifo": ("tab:green", "^-"),
-    "sieve": ("tab:red", "v-"),
-    "belady": ("black", "--"),
+    "lru": ("LRU", "tab:blue", "o-"),
+    "arc": ("ARC", "tab:orange", "s-"),
+    "s3fifo": ("S3-FIFO", "tab:green", "^-"),
+    "sieve": ("SIEVE", "tab:red", "v-"),
+    "belady": ("Belady (offline optimum)", "black", "--"),
 }
 
 
@@ -32,8 +33,7 @@ def draw_curves(curves: Curves, path: Path) -> None:
     """Hit ratio (%) against capacity (blocks, log scale); Belady dashed, ceiling dotted."""
     figure, axes = plt.subplots(figsize=(8, 5), dpi=120)
     for name, values in curves.ratios.items():
-        color, style = _STYLE.get(name, ("gray", "-"))
-        label = "Belady (offline optimum)" if name == "belady" else name.upper() if name != "s3fifo" else "S3-FIFO"
+        label, color, style = _STYLE.get(name, (name, "gray", "-"))
         axes.plot(curves.capacities, [100 * v for v in values], style, color=color, label=label, markersize=4)
     axes.axhline(100 * curves.ceiling, color="gray", linestyle=":", label="infinite cache (ceiling)")
     axes.set_xscale("log")
