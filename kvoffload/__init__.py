@@ -30,16 +30,24 @@ from .spec import (
     ReferenceCPUBackend,
     ReferenceLRUPolicy,
     ReferenceManager,
+    ReferenceS3FIFOPolicy,
+    ReferenceSIEVEPolicy,
     TransferResult,
     TransferSpec,
 )
 
 if TYPE_CHECKING:
     from .impl import CPUOffloadingManager, CPUOffloadingSpec
+    from .replay import read_trace, replay_hits
 
 # The production classes load numba; import them on first use so that
 # `import kvoffload` stays light (and works where only the model is wanted).
-_LAZY = {"CPUOffloadingManager": "kvoffload.impl", "CPUOffloadingSpec": "kvoffload.impl"}
+_LAZY = {
+    "CPUOffloadingManager": "kvoffload.impl",
+    "CPUOffloadingSpec": "kvoffload.impl",
+    "read_trace": "kvoffload.replay",
+    "replay_hits": "kvoffload.replay",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -74,7 +82,11 @@ __all__ = [
     "ReferenceCPUBackend",
     "ReferenceLRUPolicy",
     "ReferenceManager",
+    "ReferenceS3FIFOPolicy",
+    "ReferenceSIEVEPolicy",
     "TransferResult",
     "TransferSpec",
     "__version__",
+    "read_trace",
+    "replay_hits",
 ]

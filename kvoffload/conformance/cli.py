@@ -14,7 +14,7 @@ import click
 
 from .loading import FactoryLoadError, load_factory
 from .machine_base import TargetSetupError
-from .runner import DEFAULT_BUDGET, run_conformance
+from .runner import DEFAULT_BUDGET, POLICY_MODES, run_conformance
 
 __all__ = ["conform"]
 
@@ -41,8 +41,9 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
                                help="Also make protocol-breaking and badly typed calls (M1-M7, M9, B2, B3, P2, P3).")(command)
         if with_policy:
             command = click.option(
-                "--policy", type=click.Choice(["any", "lru", "arc"]), default="any", show_default=True,
-                help="lru/arc: compare victims exactly with the reference policy; any: check M5.3/I3/I6/P5 only.",
+                "--policy", type=click.Choice(list(POLICY_MODES)), default="any", show_default=True,
+                help="lru/arc/s3fifo/sieve: compare victims exactly with the reference policy; "
+                "any: check M5.3/I3/I6/P5 only.",
             )(command)
         return click.argument("factory", metavar="MODULE:FACTORY")(command)
 

@@ -35,7 +35,9 @@ METHOD_CLAUSE = {
 #: Mostly small capacities, so that evictions happen and ARC's ghost lists fill; a few up
 #: to a few dozen. (hypothesis draws the ends of the tuple more often than the middle.)
 CAPACITIES = (2, 3, 1, 2, 3, 4, 5, 3, 4, 6, 8, 16, 32, 4, 3)
-EXACT_VICTIM_CLAUSE = {"lru": "L3", "arc": "A4"}
+EXACT_VICTIM_CLAUSE = {"lru": "L3", "arc": "A4", "s3fifo": "F5", "sieve": "V5"}
+#: The clauses a wrong victim points at, per exact eviction clause.
+WRONG_VICTIM = {"L3": ("L3", "L2"), "A4": ("A4", "A3", "A5"), "F5": ("F5", "F4", "F6"), "V5": ("V5", "V4", "V6")}
 
 
 class _TouchingManager(ReferenceManager):
@@ -95,7 +97,7 @@ class ManagerMachine(ConformanceMachine):
         self.events_on = events
         self.target: Any = self.build(num_blocks=capacity, enable_events=events)
         self.adopt: AdoptingPolicy | None = None
-        if self.policy_mode in ("lru", "arc"):
+        if self.policy_mode in EXACT_VICTIM_CLAUSE:
             self.model = ReferenceManager(capacity, policy=self.policy_mode, enable_events=events)
         else:
             self.adopt = AdoptingPolicy(capacity)
@@ -423,11 +425,13 @@ class ManagerMachine(ConformanceMachine):
                     f"list({var}.block_hashes_evicted) == {expected}",
                 )
             self.fail(
-                (clause, "A3", "A5") if clause == "A4" else (clause, "L2"),
+                WRONG_VICTIM[clause],
                 f"prepare_store evicted [{', '.join(map(self.log.name, evicted))}], "
                 f"{self.policy_mode.upper()} evicts {expected} "
-                + ("(A4; or the T1/T2 order, ghosts or p diverged earlier: A1, A3, A5)" if clause == "A4"
-                   else "(L3: least recently used first; L2: touch order)"),
+                + {"A4": "(A4; or the T1/T2 order, ghosts or p diverged earlier: A1, A3, A5)",
+                   "L3": "(L3: least recently used first; L2: touch order)",
+                   "F5": "(F5; or the S/M order, counters or ghosts diverged earlier: F2, F4, F6)",
+                   "V5": "(V5; or the visited bits or the hand diverged earlier: V4, V6)"}[clause],
                 f"list({var}.block_hashes_evicted) == {expected}",
             )
         if need:

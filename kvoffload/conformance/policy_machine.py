@@ -1,8 +1,9 @@
-"""State machine for a ``CachePolicy`` (P1–P6; L1–L3 or A1–A6 exactly).
+"""State machine for a ``CachePolicy`` (P1–P6; L1–L3, A1–A6, F1–F7 or V1–V6 exactly).
 
 The machine owns the blocks and sets their ``ref_cnt`` to -1, 0 or k; the policy must
-never change them (P6). With ``policy="lru"``/``"arc"`` victims are compared in order with
-the reference policy; with ``"any"`` they are checked against P5 and adopted.
+never change them (P6). With ``policy="lru"``/``"arc"``/``"s3fifo"``/``"sieve"`` victims
+are compared in order with the reference policy; with ``"any"`` they are checked against
+P5 and adopted.
 
 The target is only observed through its answers (``get``, victims), but the machine
 knows the model's state and steers towards the states where subtle order bugs show:
@@ -20,7 +21,7 @@ import math
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ..spec import BlockStatus, ContractViolation, ReferenceARCPolicy, ReferenceLRUPolicy
+from ..spec import POLICIES, BlockStatus, ContractViolation, make_reference_policy
 from .adopting import AdoptingPolicy
 from .machine_base import ConformanceMachine, invoke
 from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
@@ -31,6 +32,18 @@ __all__ = ["PolicyMachine"]
 #: need a few dozen calls at capacity 3 or 4; capacity 1 cannot order anything.
 #: (hypothesis draws the ends of the tuple more often than the middle.)
 CAPACITIES = (3, 2, 4, 3, 1, 2, 3, 4, 5, 6, 8, 16, 3, 4)
+
+#: Per exact mode: the clauses of insert, touch, remove and eviction order, and those a
+#: wrong victim points at (the eviction clause first).
+CLAUSES: dict[str, dict[str, str]] = {
+    "lru": {"insert": "L1", "touch": "L2", "remove": "P3", "evict": "L3"},
+    "arc": {"insert": "A1", "touch": "A3", "remove": "A6", "evict": "A4"},
+    "s3fifo": {"insert": "F2", "touch": "F4", "remove": "F7", "evict": "F5"},
+    "sieve": {"insert": "V2", "touch": "V4", "remove": "V6", "evict": "V5"},
+}
+WRONG_VICTIM: dict[str, tuple[str, ...]] = {
+    "lru": ("L3", "L2"), "arc": ("A4", "A3", "A5"), "s3fifo": ("F5", "F4", "F6"), "sieve": ("V5", "V4", "V6"),
+}
 
 
 def _is_fraction(value: float) -> bool:
@@ -49,16 +62,14 @@ class PolicyMachine(ConformanceMachine):
             hash_pools(min(self.capacity + 1, 10), min(14, self.capacity * 3 + 2)), label="pool")
         self.target: Any = self.build(cache_capacity=self.capacity)
         self.model: Any
-        if self.policy_mode == "lru":
-            self.model = ReferenceLRUPolicy(self.capacity)
-        elif self.policy_mode == "arc":
-            self.model = ReferenceARCPolicy(self.capacity)
+        if self.policy_mode in POLICIES:
+            self.model = make_reference_policy(self.policy_mode, self.capacity)
         else:
             self.model = AdoptingPolicy(self.capacity)
         self.blocks: dict[bytes, tuple[BlockStatus, str]] = {}  # present hash -> block, source
         self.ref_of: dict[int, int] = {}  # id(block) -> the ref_cnt the machine set
         self.all_blocks: list[tuple[BlockStatus, str]] = []
-        self.exact_clause = {"lru": "L3", "arc": "A4"}.get(self.policy_mode, "P5")
+        self.exact_clause = CLAUSES.get(self.policy_mode, {}).get("evict", "P5")
 
     def present(self) -> list[bytes]:
         return [h for h in self.pool if h in self.blocks]
@@ -124,7 +135,7 @@ class PolicyMachine(ConformanceMachine):
             self.fail("P2", f"insert of an absent hash raised {error!r}")
         self.model.insert(h, block)
         self.blocks[h] = (block, source)
-        self.exercised("P2", "L1" if self.policy_mode == "lru" else "A1" if self.policy_mode == "arc" else "P1")
+        self.exercised("P2", CLAUSES.get(self.policy_mode, {}).get("insert", "P1"))
 
     @precondition(lambda self: bool(self.absent()))
     @rule(data=st.data())
@@ -174,7 +185,7 @@ class PolicyMachine(ConformanceMachine):
             self.fail("P3", f"remove of a present hash raised {error!r}")
         self.model.remove(h)
         del self.blocks[h]
-        self.exercised("P3", "A6" if self.policy_mode == "arc" else "P3")
+        self.exercised("P3", CLAUSES.get(self.policy_mode, {}).get("remove", "P3"))
 
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
@@ -224,7 +235,7 @@ class PolicyMachine(ConformanceMachine):
         if error is not None:
             self.fail("P4", f"touch raised {error!r}")
         self.model.touch(list(items))
-        self.exercised("P4", {"lru": "L2", "arc": "A3"}.get(self.policy_mode, "P4"))
+        self.exercised("P4", CLAUSES.get(self.policy_mode, {}).get("touch", "P4"))
 
     @precondition(lambda self: len(self.blocks) == self.capacity)
     @rule(data=st.data())
@@ -298,7 +309,7 @@ class PolicyMachine(ConformanceMachine):
         eligible = [h for h in self.present() if self.blocks[h][0].ref_cnt == 0 and h not in protected]
         view = f"(None if {var} is None else [(h, blk.block_id) for h, blk in {var}])"
         self.exercised("P5", "P6")
-        if self.policy_mode in ("lru", "arc"):
+        if self.policy_mode in POLICIES:
             expected = self.model.evict(n, set(protected))
             expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
             got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
@@ -307,10 +318,8 @@ class PolicyMachine(ConformanceMachine):
                 clauses: tuple[str, ...] = (self.exact_clause,)
                 if value is None:
                     clauses = ("I6", self.exact_clause, "P5")
-                elif self.policy_mode == "arc":
-                    clauses = ("A4", "A3", "A5")
                 else:
-                    clauses = ("L3", "L2")
+                    clauses = WRONG_VICTIM[self.policy_mode]
                 if value is not None and any(self.blocks.get(h, (None,))[0] is None or self.blocks[h][0].ref_cnt != 0 or h in protected for h, _ in value):
                     clauses = ("P5", *clauses)
                 self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy_mode.upper()} evicts {rendered}",

@@ -43,7 +43,7 @@ DEFAULT_BUDGET: dict[str, tuple[int, int]] = {
     "backend": (60, 30),
     "policy": (300, 40),
 }
-POLICY_MODES = ("any", "lru", "arc")
+POLICY_MODES = ("any", "lru", "arc", "s3fifo", "sieve")
 MACHINES: dict[str, type[ConformanceMachine]] = {
     "manager": ManagerMachine,
     "backend": BackendMachine,

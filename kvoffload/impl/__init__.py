@@ -2,11 +2,12 @@
 torch copy handlers, and the vLLM connector.
 
 ``CPUOffloadingManager`` is the fast manager (identical behaviour to
-``kvoffload.spec.ReferenceManager``); ``CPUBackend``, ``LRUCachePolicy`` and
-``ARCCachePolicy`` are stand-alone components for composing other managers.
+``kvoffload.spec.ReferenceManager``); ``CPUBackend``, ``LRUCachePolicy``,
+``ARCCachePolicy``, ``S3FIFOCachePolicy`` and ``SIEVECachePolicy`` are stand-alone
+components for composing other managers.
 """
 
-from .components import ARCCachePolicy, CPUBackend, LRUCachePolicy
+from .components import ARCCachePolicy, CPUBackend, LRUCachePolicy, S3FIFOCachePolicy, SIEVECachePolicy
 from .cpu_spec import CPUOffloadingSpec
 from .fingerprint import FINGERPRINT_MODES, fingerprint_mask
 from .manager import MANAGER_POLICIES, CPUOffloadingManager
@@ -19,5 +20,7 @@ __all__ = [
     "FINGERPRINT_MODES",
     "LRUCachePolicy",
     "MANAGER_POLICIES",
+    "S3FIFOCachePolicy",
+    "SIEVECachePolicy",
     "fingerprint_mask",
 ]

@@ -8,7 +8,7 @@ I8, a fingerprint that makes every hash collide).
 
 from __future__ import annotations
 
-from .components import ARCCachePolicy, CPUBackend, LRUCachePolicy
+from .components import ARCCachePolicy, CPUBackend, LRUCachePolicy, S3FIFOCachePolicy, SIEVECachePolicy
 from .manager import CPUOffloadingManager
 
 __all__ = [
@@ -19,6 +19,8 @@ __all__ = [
     "backend",
     "lru_policy",
     "arc_policy",
+    "s3fifo_policy",
+    "sieve_policy",
 ]
 
 
@@ -54,3 +56,11 @@ def lru_policy(cache_capacity: int) -> LRUCachePolicy:
 
 def arc_policy(cache_capacity: int) -> ARCCachePolicy:
     return ARCCachePolicy(cache_capacity)
+
+
+def s3fifo_policy(cache_capacity: int) -> S3FIFOCachePolicy:
+    return S3FIFOCachePolicy(cache_capacity)
+
+
+def sieve_policy(cache_capacity: int) -> SIEVECachePolicy:
+    return SIEVECachePolicy(cache_capacity)

@@ -9,7 +9,7 @@ Where each clause lives:
 - M0, M9 (reading hash arguments): ``hashes``
 - M1–M10, I1–I8: ``manager``
 - B1–B4: ``backend``
-- P1–P6, L1–L3: ``lru``; A1–A6: ``arc``
+- P1–P6, L1–L3: ``lru``; A1–A6: ``arc``; F1–F7: ``s3fifo``; V1–V6: ``sieve``
 - S1–S4: ``offloading_spec``
 - C1–C6 (caller protocol), H1–H4 (copy handlers): ``interfaces``;
   E1, E2 (end to end) are properties of a manager and handlers together, checked by the
@@ -25,6 +25,8 @@ from .interfaces import Backend, CachePolicy, OffloadingHandler, OffloadingManag
 from .lru import ReferenceLRUPolicy
 from .manager import POLICIES, ReferenceManager, make_reference_policy
 from .offloading_spec import OffloadingSpec
+from .s3fifo import ReferenceS3FIFOPolicy
+from .sieve import ReferenceSIEVEPolicy
 from .types import (
     BlockHash,
     BlockIdsLoadStoreSpec,
@@ -59,6 +61,8 @@ __all__ = [
     "ReferenceCPUBackend",
     "ReferenceLRUPolicy",
     "ReferenceManager",
+    "ReferenceS3FIFOPolicy",
+    "ReferenceSIEVEPolicy",
     "TransferResult",
     "TransferSpec",
     "contract_clauses",

@@ -19,6 +19,8 @@ from .hashes import describe_hash, read_hashes
 from .interfaces import Backend, CachePolicy, OffloadingManager
 from .lru import ReferenceLRUPolicy
 from .offloading_spec import positive_int
+from .s3fifo import ReferenceS3FIFOPolicy
+from .sieve import ReferenceSIEVEPolicy
 from .types import (
     BlockHash,
     BlockStatus,
@@ -29,15 +31,24 @@ from .types import (
 
 __all__ = ["ReferenceManager", "POLICIES", "make_reference_policy"]
 
-#: The exact policies of the contract, by the names vLLM's ``eviction_policy`` uses.
-POLICIES: dict[str, type[ReferenceLRUPolicy] | type[ReferenceARCPolicy]] = {
+#: The exact policies of the contract, by the names vLLM's ``eviction_policy`` uses
+#: (``lru``, ``arc``) and ours for the extensions (``s3fifo``: F1–F7, ``sieve``: V1–V6).
+POLICIES: dict[
+    str,
+    type[ReferenceLRUPolicy]
+    | type[ReferenceARCPolicy]
+    | type[ReferenceS3FIFOPolicy]
+    | type[ReferenceSIEVEPolicy],
+] = {
     "lru": ReferenceLRUPolicy,
     "arc": ReferenceARCPolicy,
+    "s3fifo": ReferenceS3FIFOPolicy,
+    "sieve": ReferenceSIEVEPolicy,
 }
 
 
 def make_reference_policy(name: str, cache_capacity: int) -> CachePolicy:
-    """The reference policy called ``name`` (``"lru"`` or ``"arc"``)."""
+    """The reference policy called ``name`` (a key of ``POLICIES``)."""
     try:
         policy_class = POLICIES[name]
     except (KeyError, TypeError):
@@ -48,7 +59,7 @@ def make_reference_policy(name: str, cache_capacity: int) -> CachePolicy:
 class ReferenceManager(OffloadingManager):
     """An ``OffloadingManager`` composed of a backend and a cache policy.
 
-    ``policy`` is ``"lru"``, ``"arc"`` or any ``CachePolicy`` object (the conformance
+    ``policy`` is a name in ``POLICIES`` (``"lru"``, ``"arc"``, ``"s3fifo"``, ``"sieve"``) or any ``CachePolicy`` object (the conformance
     suite plugs in a policy that replays a target's eviction choices). ``backend``
     defaults to the reference CPU backend of ``num_blocks`` blocks of ``block_size``
     tokens.
