@@ -4,7 +4,9 @@
 pins and evictions; the model adds what a medium adds — writes that fail (T2) and copies
 that stop verifying (T1). ``ReferenceSharedTier`` adds several clients and leases over
 one state (T4, T5): a pin or a pending block belongs to a client until its lease runs
-out. Time is an explicit ``now`` (milliseconds), so every answer is reproducible.
+out. Time is an explicit ``now`` (milliseconds), so every answer is reproducible. One
+model instance is one layout's namespace (T3): a record of another layout is, to a
+reader, a record that fails T1.
 """
 
 from __future__ import annotations

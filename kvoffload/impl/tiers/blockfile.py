@@ -34,6 +34,7 @@ class IOFaults:
     torn_write: float = 0.0  # half the new record lands, the write "succeeds" (T1)
     bit_flip: float = 0.0  # one payload byte flips on the medium after the write (T1)
     read_error: float = 0.0  # preadv raises: the load fails, nothing served (T1)
+    doomed: set[bytes] = attrs.field(factory=set)  # hashes whose every write fails (T2)
     injected: dict[str, int] = attrs.field(factory=dict)
     _rng: random.Random = attrs.field(init=False)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
@@ -114,7 +115,7 @@ class BlockFile:
         staging[_PAYLOAD_AT : _PAYLOAD_AT + self.payload_bytes] = view
         pack_header(staging, self.digest, block_hash, self.payload_bytes)
         faults = self.faults
-        if faults is not None and faults.draw("write_error"):
+        if faults is not None and (block_hash in faults.doomed or faults.draw("write_error")):
             raise OSError(errno.EIO, f"injected write error at slot {slot}")
         if faults is not None and faults.draw("torn_write"):
             self._tear(offset, staging)
@@ -134,11 +135,15 @@ class BlockFile:
         os.pwrite(self._fd, old, offset)
 
     def _flip(self, offset: int) -> None:
+        assert self.faults is not None
+        self.corrupt(offset // self.slot_bytes, self.faults.offset(self.payload_bytes))
+
+    def corrupt(self, slot: int, payload_offset: int) -> None:
+        """Fault injection: flip one payload byte of ``slot`` on the medium (T1)."""
+        offset = self._offset(slot)
         page = memoryview(mmap.mmap(-1, self.slot_bytes))
         os.preadv(self._fd, [page], offset)
-        assert self.faults is not None
-        where = _PAYLOAD_AT + self.faults.offset(self.payload_bytes)
-        page[where] ^= 0x5A
+        page[_PAYLOAD_AT + payload_offset % self.payload_bytes] ^= 0x5A
         os.pwrite(self._fd, page, offset)
 
     def read(self, slot: int, block_hash: bytes, out: memoryview) -> None:

@@ -91,6 +91,7 @@ class _Job:
     hashes: list[BlockHash]  # stores: the blocks to write; loads: the pinned blocks
     futures: list[Future[None]]
     nbytes: int
+    refused: bool = False  # M5.4: no room (every block pinned or pending)
 
 
 class DiskTier:
@@ -157,7 +158,7 @@ class DiskTier:
         first = {h: i for i, h in reversed(list(enumerate(hashes)))}
         output = self.manager.prepare_store(hashes)
         if output is None:
-            self._jobs[job_id] = _Job(job_id, True, [], [], 0)
+            self._jobs[job_id] = _Job(job_id, True, [], [], 0, refused=True)
             return None
         self.quarantined.difference_update(output.block_hashes_evicted)
         slots = output.store_spec.block_ids  # type: ignore[attr-defined]
@@ -196,8 +197,7 @@ class DiskTier:
             self._storing.difference_update(job.hashes)
             self.manager.complete_store(done, success=True)  # M6
             self.manager.complete_store(failed, success=False)  # T2 → M7
-            refused = not job.futures and not job.hashes
-            return TierJobResult(job.job_id, not failed and not refused, done, len(done) * self.payload_bytes)
+            return TierJobResult(job.job_id, not failed and not job.refused, done, len(done) * self.payload_bytes)
         self.quarantined.update(failed)  # T1: never served again
         self.manager.complete_load(job.hashes)  # M3
         return TierJobResult(job.job_id, not failed, done, len(done) * self.payload_bytes)
