@@ -60,10 +60,10 @@ class _Load:
     outs: list[bytearray]
 
 
-def _request(rng: random.Random, prefixes: list[list[BlockHash]]) -> list[BlockHash]:
+def _request(rng: random.Random, prefixes: list[list[bytes]]) -> list[BlockHash]:
     base = rng.choice(prefixes)[: rng.randrange(1, 9)]
     tail = [hashlib.sha256(rng.randbytes(8)).digest() for _ in range(rng.randrange(0, 4))]
-    return base + tail
+    return [BlockHash(h) for h in base + tail]
 
 
 def run_faults(
