@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .backend import FileBackend
 from .disk import DiskBlockTable
 
-__all__ = ["disk_lru_manager", "disk_arc_manager", "disk_backend"]
+if TYPE_CHECKING:
+    from .redis_tier import RedisBlockTable
+
+__all__ = ["disk_lru_manager", "disk_arc_manager", "disk_backend", "redis_lru_manager"]
 
 
 def disk_lru_manager(num_blocks: int, enable_events: bool = False) -> DiskBlockTable:
@@ -18,3 +23,19 @@ def disk_arc_manager(num_blocks: int, enable_events: bool = False) -> DiskBlockT
 
 def disk_backend(num_blocks: int) -> FileBackend:
     return FileBackend(num_blocks, payload_bytes=4096)
+
+
+def redis_lru_manager(num_blocks: int, enable_events: bool = False) -> "RedisBlockTable":
+    """A fresh namespace on the server at ``$KVOFFLOAD_REDIS_URL`` (T3: a random layout digest)."""
+    import os
+    import secrets
+
+    import redis
+
+    from .redis_tier import RedisBlockTable
+
+    url = os.environ.get("KVOFFLOAD_REDIS_URL")
+    if not url:
+        raise ValueError("S4: set KVOFFLOAD_REDIS_URL=redis://127.0.0.1:PORT to a server run with noeviction")
+    server = redis.Redis.from_url(url)
+    return RedisBlockTable(server, num_blocks, secrets.token_bytes(16), enable_events=enable_events)
