@@ -137,11 +137,11 @@ class ReferenceSharedTier:
         return output
 
     def complete_store(self, client: str, block_hashes: Iterable[BlockHash], success: bool, now: int) -> list[BlockHash]:
-        """M6/M7 for the client's own live pending blocks only (T4: an expired one was reclaimed)."""
+        """M6/M7 for the client's own live pending blocks only (T4: an expired one was reclaimed); returns them."""
         self.expire(now)
         mine = [h for h in read_hashes(block_hashes) if self.pending.pop((client, h), None) is not None]
         self.manager.complete_store(mine, success=success)
-        return mine if success else []
+        return mine
 
     def prepare_load(self, client: str, block_hashes: Iterable[BlockHash], now: int) -> None:
         """M2; T5: the pins keep the blocks from every client's evictions until the lease ends."""

@@ -186,11 +186,14 @@ for idx, h in ipairs(order) do
   end
 end
 for _, h in ipairs(order) do
-  local m = 'r' .. client .. '|' .. h
-  if count[h] > 0 then redis.call('HINCRBY', P .. 'st', h, -count[h]) end
-  if redis.call('HINCRBY', P .. 'pins', m, -count[h]) <= 0 then
-    redis.call('HDEL', P .. 'pins', m)
-    redis.call('ZREM', P .. 'leases', m)
+  local c = count[h]
+  if c > 0 then
+    local m = 'r' .. client .. '|' .. h
+    redis.call('HINCRBY', P .. 'st', h, -c)
+    if redis.call('HINCRBY', P .. 'pins', m, -c) <= 0 then
+      redis.call('HDEL', P .. 'pins', m)
+      redis.call('ZREM', P .. 'leases', m)
+    end
   end
 end
 return 0

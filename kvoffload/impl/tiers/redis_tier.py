@@ -193,7 +193,7 @@ class _Job:
     store: bool
     hashes: list[BlockHash]
     futures: list[Future[None]]
-    refused: bool = False
+    refused: bool = False  # a store without room, or a load the server never answered
 
 
 class RedisTier:
@@ -211,8 +211,12 @@ class RedisTier:
         self.quarantined: set[BlockHash] = set()
 
     def lookup(self, block_hashes: Iterable[BlockHash]) -> int:
+        """M1 and T1; a server that cannot be reached answers a miss."""
         hashes = read_hashes(block_hashes)
-        hits = self.table.lookup(hashes)
+        try:
+            hits = self.table.lookup(hashes)
+        except redis.ConnectionError:
+            return 0
         for index, block_hash in enumerate(hashes[:hits]):
             if block_hash in self.quarantined:
                 return index
@@ -224,7 +228,10 @@ class RedisTier:
         return LOOKUP_RETRY if block_hash in self._storing else LOOKUP_MISS
 
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
-        self.table.touch(block_hashes)
+        try:
+            self.table.touch(block_hashes)
+        except redis.ConnectionError:
+            pass  # a recency hint (M4); lost with the server
 
     def _new_job(self, job_id: int) -> None:
         if isinstance(job_id, bool) or not isinstance(job_id, int):
@@ -255,7 +262,10 @@ class RedisTier:
         if len(payloads) != len(hashes):
             raise ValueError(f"{len(payloads)} payloads for {len(hashes)} hashes")
         first = {h: i for i, h in reversed(list(enumerate(hashes)))}
-        output = self.table.prepare_store(hashes)
+        try:
+            output = self.table.prepare_store(hashes)
+        except redis.ConnectionError:
+            output = None  # a failed job; blocks it may have allocated are reclaimed by lease (T4)
         if output is None:
             self._jobs[job_id] = _Job(job_id, True, [], [], refused=True)
             return None
@@ -275,7 +285,11 @@ class RedisTier:
         for block_hash in hashes:
             if block_hash in self.quarantined:
                 raise ContractViolation("T1", f"prepare_load of quarantined hash {describe_hash(block_hash)}")
-        slots = self.table.prepare_load(hashes).block_ids
+        try:
+            slots = self.table.prepare_load(hashes).block_ids
+        except redis.ConnectionError:
+            self._jobs[job_id] = _Job(job_id, False, hashes, [], refused=True)
+            return
         futures = [self._pool.submit(self._read, int(s), h, o) for h, s, o in zip(hashes, slots, outs)]
         self._jobs[job_id] = _Job(job_id, False, hashes, futures)
 
@@ -286,6 +300,8 @@ class RedisTier:
     def _finish(self, job: _Job) -> TierJobResult:
         del self._jobs[job.job_id]
         ok = [f.exception() is None for f in job.futures]
+        if job.refused and not job.store:  # the load never started: the server was unreachable
+            return TierJobResult(job.job_id, False, [], 0)
         done = [h for h, good in zip(job.hashes, ok) if good]
         failed = [h for h, good in zip(job.hashes, ok) if not good]
         size = self.payload_bytes
