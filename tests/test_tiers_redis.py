@@ -12,9 +12,7 @@ import hashlib
 import os
 import random
 import secrets
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -29,6 +27,7 @@ redis = pytest.importorskip("redis", reason="the redis client is not installed (
 from kvoffload.conformance import check_manager  # noqa: E402
 from kvoffload.impl.tiers import RecordError, layout_digest  # noqa: E402
 from kvoffload.impl.tiers.faultrun import payload_of, run_faults  # noqa: E402
+from kvoffload.impl.tiers.redis_server import RedisProcess  # noqa: E402
 from kvoffload.impl.tiers.redis_tier import RedisBlockTable, RedisTier  # noqa: E402
 from kvoffload.spec import ContractViolation  # noqa: E402
 from kvoffload.spec.tiers import ReferenceSharedTier  # noqa: E402
@@ -36,51 +35,19 @@ from kvoffload.spec.tiers import ReferenceSharedTier  # noqa: E402
 SIZE = 4096
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class RedisServer:
-    """One ``redis-server`` process, started and stopped by PID."""
+class RedisServer(RedisProcess):
+    """The package's launcher; a missing binary skips, or fails where CI requires the server."""
 
     def __init__(self, directory: Path) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            message = "redis-server not found (apt-get install -y redis-server)"
+        try:
+            super().__init__(directory)
+        except FileNotFoundError as missing:
             if os.environ.get("KVOFFLOAD_REQUIRE_REDIS") == "1":
-                pytest.fail(message + " but KVOFFLOAD_REQUIRE_REDIS=1")
-            pytest.skip(message)
-        self.port = _free_port()
-        self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--maxmemory-policy", "noeviction", "--dir", str(directory)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        self.url = f"redis://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                self.client().ping()
-                return
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise RuntimeError("redis-server did not come up") from None
-                time.sleep(0.05)
+                pytest.fail(f"{missing}, but KVOFFLOAD_REQUIRE_REDIS=1")
+            pytest.skip(str(missing))
 
     def client(self) -> "redis.Redis":
         return redis.Redis.from_url(self.url)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
