@@ -6,6 +6,7 @@ Keys of one namespace (prefix ``P`` = ``kvo:<layout digest hex>:``, T3):
 - ``P slot``  hash: block hash → slot id; ``P b:<slot>`` the slot's record (T1)
 - ``P free``  list of free slot ids; ``P cap`` the capacity
 - ``P lru``   sorted set: block hash → recency (``P clock`` counts uses); exact LRU (L1–L3)
+- ``P w:<client>|<hash>`` a writer's staged record (plain ``SET`` with a TTL of one lease)
 - ``P leases`` sorted set of ``w<client>|<hash>`` (a pending block) and ``r<client>|<hash>``
   (pins, counted in hash ``P pins``), scored by expiry in milliseconds (T4)
 
@@ -42,8 +43,9 @@ local function sweep()
       local held = tonumber(redis.call('HGET', P .. 'pins', m) or '0')
       redis.call('HDEL', P .. 'pins', m)
       redis.call('HINCRBY', P .. 'st', h, -held)
-    elseif redis.call('HGET', P .. 'st', h) == '-1' then
-      drop(h)
+    else
+      redis.call('DEL', P .. 'w:' .. string.sub(m, 2))  -- the dead writer's staged record
+      if redis.call('HGET', P .. 'st', h) == '-1' then drop(h) end
     end
   end
 end
@@ -124,25 +126,33 @@ end
 return {to_store, slots, victims}
 """
 
-# ARGV: now, lease_ms, client, hash, record → 1 if written (the writer still holds it, T4), else 0.
-_WRITE = r"""
-local m = 'w' .. ARGV[3] .. '|' .. ARGV[4]
-if not redis.call('ZSCORE', P .. 'leases', m) then return 0 end
-redis.call('SET', P .. 'b:' .. redis.call('HGET', P .. 'slot', ARGV[4]), ARGV[5])
-redis.call('ZADD', P .. 'leases', now + tonumber(ARGV[2]), m)
-return 1
-"""
-
-# ARGV: now, client, success (1/0), hashes... → the hashes completed (M6/M7 on own live leases, T4).
+# ARGV: now, client, success (1/0), need_record (1/0), hashes... → the hashes that became ready (success) or were
+# dropped (failure): M6/M7 on this client's live pending blocks only (T4). On success the
+# staged record ``P w:<client>|<hash>`` (a plain SET with a TTL of one lease) is renamed
+# into the block's slot; with need_record, a block whose record is missing is a failed
+# store (T2). Without it (the plain manager interface, bytes kept elsewhere) M6 as written.
 _COMPLETE_STORE = r"""
-local client, success = ARGV[2], ARGV[3] == '1'
+local client, success, need_record = ARGV[2], ARGV[3] == '1', ARGV[4] == '1'
 local done = {}
-for i = 4, #ARGV do
+for i = 5, #ARGV do
   local h = ARGV[i]
   local m = 'w' .. client .. '|' .. h
+  local staged = P .. 'w:' .. client .. '|' .. h
   if redis.call('ZREM', P .. 'leases', m) == 1 then
-    if success then redis.call('HSET', P .. 'st', h, 0) else drop(h) end
-    done[#done + 1] = h
+    local has_record = redis.call('EXISTS', staged) == 1
+    if success and (has_record or not need_record) then
+      if has_record then
+        local slot_key = P .. 'b:' .. redis.call('HGET', P .. 'slot', h)
+        redis.call('RENAME', staged, slot_key)
+        redis.call('PERSIST', slot_key)
+      end
+      redis.call('HSET', P .. 'st', h, 0)
+      done[#done + 1] = h
+    else
+      redis.call('DEL', staged)
+      drop(h)
+      if not success then done[#done + 1] = h end
+    end
   end
 end
 return done
@@ -209,7 +219,6 @@ SCRIPTS = {
     "lookup": _LOOKUP,
     "touch": _TOUCH,
     "prepare_store": _PREPARE_STORE,
-    "write": _WRITE,
     "complete_store": _COMPLETE_STORE,
     "prepare_load": _PREPARE_LOAD,
     "complete_load": _COMPLETE_LOAD,

@@ -5,8 +5,9 @@ lives on the server, namespaced by the KV layout digest (T3); each call is one
 server-side script (T6, :mod:`.redis_scripts`). Each client has an id; its pins and
 pending blocks carry leases of ``lease_ms`` (T4), reclaimed by whichever client's next
 call finds them expired. ``RedisTier`` adds the bytes: stores and loads are jobs run on a
-small thread pool; a record is written only while the writer still holds the block
-(the ``write`` script checks the lease), and every read is verified (T1, T5).
+small thread pool; a record is staged under a key of its own (a plain ``SET``) and moved
+into the block's slot by ``complete_store`` only while the writer still holds the block
+(T4), and every read is verified (T1, T5).
 
 The server must run with ``--maxmemory-policy noeviction``: our policy decides
 evictions, and a server that drops keys on its own would lose blocks the table still
@@ -143,21 +144,28 @@ class RedisBlockTable(OffloadingManager):
             self._queue_event(evicted, removed=True)
         return PrepareStoreOutput(to_store, RedisLoadStoreSpec([int(s) for s in slots]), evicted)
 
-    def write(self, block_hash: BlockHash, record: memoryview | bytes) -> bool:
-        """Store ``record`` in the block's slot if this client still holds it pending (T4)."""
-        return bool(self._call("write", self.lease_ms, self.client_id, block_hash, bytes(record)))
+    def stage(self, block_hash: BlockHash, record: memoryview | bytes) -> None:
+        """Stage the record of a block this client holds pending: a plain ``SET`` (the fast path)
+        with a TTL of one lease, so a writer that dies leaves nothing behind (T4).
+        ``complete_store`` moves it into the block's slot atomically, if the lease still holds."""
+        staged = self.prefix.encode() + b"w:" + self.client_id.encode() + b"|" + bytes(block_hash)
+        self.server.set(staged, record, px=self.lease_ms)
 
     def complete_store(self, block_hashes: Iterable[BlockHash], success: bool = True) -> None:
         if not isinstance(success, bool):
             raise TypeError(f"M9: success must be a bool, got {type(success).__name__}")
-        self.finish_store(block_hashes, success)
+        self.finish_store(block_hashes, success, need_record=False)
 
-    def finish_store(self, block_hashes: Iterable[BlockHash], success: bool) -> list[BlockHash]:
-        """M6/M7 on the blocks this client still holds pending; returns those (T4)."""
+    def finish_store(self, block_hashes: Iterable[BlockHash], success: bool, need_record: bool = True) -> list[BlockHash]:
+        """M6/M7 on the blocks this client still holds pending; returns those (T4).
+
+        ``need_record``: a block whose staged record is missing is a failed store (T2).
+        """
         hashes = read_hashes(block_hashes)
         if not hashes:
             return []
-        done = [BlockHash(bytes(h)) for h in self._call("complete_store", self.client_id, int(success), *hashes)]
+        answer = self._call("complete_store", self.client_id, int(success), int(need_record), *hashes)
+        done = [BlockHash(bytes(h)) for h in answer]
         if success and self.enable_events and done:
             self._queue_event(done, removed=False)
         return done
@@ -243,8 +251,7 @@ class RedisTier:
         record = memoryview(bytearray(record_size(self.payload_bytes)))
         record[record_size(0) :] = memoryview(payload).cast("B")
         pack_header(record, self.digest, block_hash, self.payload_bytes)
-        if not self.table.write(block_hash, record):
-            raise TimeoutError(f"T4: the lease on {describe_hash(block_hash)} ended before its record was written")
+        self.table.stage(block_hash, record)
 
     def _read(self, slot: int, block_hash: BlockHash, out: memoryview) -> None:
         record = self.table.server.get(self.table.slot_key(slot))
