@@ -148,3 +148,17 @@ def test_disk_tier_uses_O_DIRECT_where_the_file_system_allows(tmp_path: Path) ->
     assert not buffered.file.direct
     tier.close()
     buffered.close()
+
+
+def test_T1_checksum_changes_on_every_single_bit_flip_and_on_a_tear() -> None:
+    from kvoffload.impl.tiers.checksum import checksum64
+
+    data = bytearray(payload_of(b"c", 203))  # words, and a tail of 3 bytes
+    reference = checksum64(data)
+    for position in range(len(data)):
+        for bit in range(8):
+            data[position] ^= 1 << bit
+            assert checksum64(data) != reference, (position, bit)
+            data[position] ^= 1 << bit
+    torn = data[:100] + bytes(103)
+    assert checksum64(torn) != reference and checksum64(data[:-1]) != reference

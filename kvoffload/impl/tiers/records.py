@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import struct
-import zlib
+
+from .checksum import checksum64
 
 __all__ = [
     "HEADER",
@@ -23,9 +24,9 @@ __all__ = [
 ]
 
 _MAGIC = b"KVOT"
-#: magic, hash length, payload length, CRC-32, layout digest (16 bytes).
-HEADER = struct.Struct("<4sHIIx16s")  # 31 bytes, padded below
-_HEADER_BYTES = 32
+#: magic, hash length, payload length, checksum, layout digest (16 bytes).
+HEADER = struct.Struct("<4sHIQ16s")  # 34 bytes, padded below
+_HEADER_BYTES = 64
 MAX_HASH_BYTES = 96
 
 
@@ -55,7 +56,7 @@ def pack_header(buffer: memoryview, digest: bytes, block_hash: bytes, payload_by
     start = _HEADER_BYTES
     buffer[start : start + len(block_hash)] = block_hash
     buffer[start + len(block_hash) : start + MAX_HASH_BYTES] = bytes(MAX_HASH_BYTES - len(block_hash))
-    crc = zlib.crc32(buffer[start : start + MAX_HASH_BYTES + payload_bytes])
+    crc = checksum64(buffer[start : start + MAX_HASH_BYTES + payload_bytes])
     HEADER.pack_into(buffer, 0, _MAGIC, len(block_hash), payload_bytes, crc, digest)
 
 
@@ -73,6 +74,6 @@ def verify_record(buffer: memoryview, digest: bytes, block_hash: bytes, payload_
         raise RecordError("T1: the record holds another block hash")
     if length != payload_bytes:
         raise RecordError(f"T1: payload length {length}, expected {payload_bytes}")
-    if zlib.crc32(buffer[start : start + MAX_HASH_BYTES + payload_bytes]) != crc:
+    if checksum64(buffer[start : start + MAX_HASH_BYTES + payload_bytes]) != crc:
         raise RecordError("T1: checksum mismatch (torn or corrupt record)")
     return buffer[start + MAX_HASH_BYTES : start + MAX_HASH_BYTES + payload_bytes]
