@@ -59,6 +59,7 @@ class LazyGroup(click.Group):
         "conform": "kvoffload.conformance.cli:conform",
         "fuzz": "kvoffload.conformance.fuzz:fuzz",
         "simulate": "kvoffload.conformance.simulation:simulate",
+        "simulate-tier": "kvoffload.impl.tiers.faultrun:simulate_tier",
         "check-exhaustive": "kvoffload.conformance.exhaustive:check_exhaustive",
     },
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -162,3 +162,44 @@ def test_T1_checksum_changes_on_every_single_bit_flip_and_on_a_tear() -> None:
             data[position] ^= 1 << bit
     torn = data[:100] + bytes(103)
     assert checksum64(torn) != reference and checksum64(data[:-1]) != reference
+
+
+class _UncheckedFile:
+    """A planted bug: reads copy the payload without verifying the record (breaks T1)."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def read(self, slot: int, block_hash: bytes, out: memoryview) -> None:
+        import mmap
+        import os
+
+        from kvoffload.impl.tiers.records import record_size
+
+        inner = self.inner
+        staging = memoryview(mmap.mmap(-1, inner.slot_bytes))  # type: ignore[attr-defined]
+        os.preadv(inner._fd, [staging], slot * inner.slot_bytes)  # type: ignore[attr-defined]
+        out[:] = staging[record_size(0) : record_size(0) + len(out)]
+
+
+def test_E1_the_fault_run_catches_a_tier_that_skips_verification(tmp_path: Path) -> None:
+    faults = IOFaults(seed=5, bit_flip=0.2, torn_write=0.2)
+    tier = DiskTier(tmp_path / "blocks", 24, SIZE, faults=faults)
+    tier.file = _UncheckedFile(tier.file)  # type: ignore[assignment]
+    report = run_faults(tier, steps=300, seed=4, leaks=lambda: _leaks(tier))
+    assert report.corrupt_loads > 0 and not report.ok()
+    tier.close()
+
+
+def test_E2_simulate_tier_cli_reports_no_corrupt_load_and_no_leak() -> None:
+    from click.testing import CliRunner
+
+    from kvoffload.cli import main
+
+    result = CliRunner().invoke(main, ["simulate-tier", "--steps", "200", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    assert "corrupt loads: 0" in result.output and "leaked blocks: 0" in result.output
+    assert "write_error" in result.output and "torn_write" in result.output

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from typing import Protocol
 
 import attrs
+import click
 
 from ...spec.types import BlockHash
 from .jobs import TierJobResult
 
-__all__ = ["FaultRunReport", "run_faults", "payload_of"]
+__all__ = ["FaultRunReport", "run_faults", "payload_of", "simulate_tier"]
 
 
 class Tier(Protocol):
@@ -114,3 +115,39 @@ def _check(results: list[TierJobResult], loads: dict[int, _Load], report: FaultR
             else:
                 report.failed_load_blocks += 1
                 report.corrupt_loads += any(out)  # T1: a failed read leaves the destination as it was
+
+
+@click.command(name="simulate-tier")
+@click.option("--tier", type=click.Choice(["disk"]), default="disk", show_default=True)
+@click.option("--policy", type=click.Choice(["lru", "arc"]), default="lru", show_default=True)
+@click.option("--steps", type=int, default=600, show_default=True, help="Jobs submitted.")
+@click.option("--blocks", type=int, default=24, show_default=True, help="Tier capacity.")
+@click.option("--fault-rate", type=float, default=0.05, show_default=True,
+              help="Probability of each injected fault per block: failed write, torn write, flipped bit, failed read.")
+@click.option("--seed", type=int, default=0, show_default=True)
+def simulate_tier(tier: str, policy: str, steps: int, blocks: int, fault_rate: float, seed: int) -> None:
+    """A fault run of a tier (E1, E2, T1, T2): exit 1 on any corrupt load or leaked block."""
+    import tempfile
+
+    from .blockfile import IOFaults
+    from .disk import DiskTier
+
+    faults = IOFaults(seed=seed, write_error=fault_rate, torn_write=fault_rate, bit_flip=fault_rate,
+                      read_error=fault_rate)
+    with tempfile.TemporaryDirectory(prefix="kvoffload-simulate-", dir=".") as scratch:
+        disk = DiskTier(f"{scratch}/blocks", blocks, 4096 + 512, policy=policy, faults=faults)
+
+        def leaks() -> int:
+            present = disk.manager.blocks()
+            busy = sum(block.ref_cnt != 0 for block in present.values())
+            return busy + (blocks - disk.manager.get_num_free_blocks() - len(present))
+
+        report = run_faults(disk, steps, seed=seed, leaks=leaks)
+        disk.close()
+    click.echo(f"jobs: {report.stores} stores ({report.blocks_stored} blocks landed, {report.failed_store_jobs} failed), "
+               f"{report.loads} loads ({report.blocks_loaded} blocks served, {report.failed_load_blocks} refused by T1)")
+    click.echo("faults injected: " + ", ".join(f"{k} {v}" for k, v in sorted(faults.injected.items())))
+    click.echo(f"corrupt loads: {report.corrupt_loads}")
+    click.echo(f"leaked blocks: {report.leaked_blocks}")
+    if not report.ok():
+        raise SystemExit(1)
