@@ -30,16 +30,23 @@ from .spec import (
     ReferenceCPUBackend,
     ReferenceLRUPolicy,
     ReferenceManager,
+    ReferenceSharedTier,
+    ReferenceTier,
     TransferResult,
     TransferSpec,
 )
 
 if TYPE_CHECKING:
     from .impl import CPUOffloadingManager, CPUOffloadingSpec
+    from .impl.tiers import DiskTier
 
 # The production classes load numba; import them on first use so that
 # `import kvoffload` stays light (and works where only the model is wanted).
-_LAZY = {"CPUOffloadingManager": "kvoffload.impl", "CPUOffloadingSpec": "kvoffload.impl"}
+_LAZY = {
+    "CPUOffloadingManager": "kvoffload.impl",
+    "CPUOffloadingSpec": "kvoffload.impl",
+    "DiskTier": "kvoffload.impl.tiers",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -59,6 +66,7 @@ __all__ = [
     "BlockHash",
     "CPUOffloadingManager",
     "CPUOffloadingSpec",
+    "DiskTier",
     "BlockStatus",
     "CPULoadStoreSpec",
     "CachePolicy",
@@ -74,6 +82,8 @@ __all__ = [
     "ReferenceCPUBackend",
     "ReferenceLRUPolicy",
     "ReferenceManager",
+    "ReferenceSharedTier",
+    "ReferenceTier",
     "TransferResult",
     "TransferSpec",
     "__version__",
