@@ -228,3 +228,14 @@ def test_T1_E1_E2_fault_run_and_a_server_killed_mid_run(tmp_path: Path) -> None:
         tier.close()
     finally:
         own.stop()
+
+
+def test_T6_eviction_walks_past_a_page_of_pinned_blocks(server: RedisServer) -> None:
+    table = RedisBlockTable(server.client(), 600, secrets.token_bytes(16), client_id="pager")
+    hashes = [_h(i) for i in range(600)]
+    assert table.prepare_store(hashes) is not None
+    table.complete_store(hashes)
+    table.prepare_load(hashes[:300])  # the 300 least recent blocks are pinned (I3)
+    out = table.prepare_store([_h(1000), _h(1001)])
+    assert out is not None and out.block_hashes_evicted == hashes[300:302]  # L3 past two pages
+    table.complete_load(hashes[:300])

@@ -104,12 +104,19 @@ if #to_store == 0 then return {{}, {}, {}} end
 local need = #to_store - redis.call('LLEN', P .. 'free')
 local victims = {}
 if need > 0 then
-  local order = redis.call('ZRANGE', P .. 'lru', 0, -1)
-  for _, h in ipairs(order) do
-    if not listed[h] and redis.call('HGET', P .. 'st', h) == '0' then
-      victims[#victims + 1] = h
-      if #victims == need then break end
+  -- Walk from the least recent end, 256 at a time: pinned and pending blocks are skipped,
+  -- and the walk stops as soon as `need` victims are found (L3, P5).
+  local start = 0
+  while #victims < need do
+    local page = redis.call('ZRANGE', P .. 'lru', start, start + 255)
+    if #page == 0 then break end
+    for _, h in ipairs(page) do
+      if not listed[h] and redis.call('HGET', P .. 'st', h) == '0' then
+        victims[#victims + 1] = h
+        if #victims == need then break end
+      end
     end
+    start = start + 256
   end
   if #victims < need then return false end
 end
