@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-import random
+import itertools
+import mmap
+import os
 from pathlib import Path
 
 import pytest
 
-from kvoffload.impl.tiers import DiskTier, IOFaults, layout_digest
+from kvoffload.conformance.tiers import check_tier
+from kvoffload.impl.tiers import BlockFile, DiskTier, IOFaults, layout_digest
 from kvoffload.impl.tiers.faultrun import payload_of, run_faults
 from kvoffload.impl.tiers.records import RecordError, pack_header, record_size, verify_record
 from kvoffload.spec import ContractViolation
-from kvoffload.spec.tiers import ReferenceTier
 
 SIZE = 4096 + 512  # not a multiple of the page: records still fill whole aligned slots
 
@@ -43,42 +45,23 @@ def _leaks(tier: DiskTier) -> int:
 
 
 @pytest.mark.parametrize("policy", ["lru", "arc"])
-@pytest.mark.parametrize("seed", range(4))
-def test_T1_T2_disk_tier_in_lockstep_with_the_model(tmp_path: Path, policy: str, seed: int) -> None:
-    rng = random.Random(seed)
-    faults = IOFaults()
-    tier = DiskTier(tmp_path / "blocks", 6, SIZE, policy=policy, faults=faults)
-    model = ReferenceTier(6, policy)
-    universe = [_h(i) for i in range(10)]
-    for job in range(120):
-        hashes = rng.sample(universe, rng.randrange(1, 4))
-        action = rng.random()
-        if action < 0.45:
-            faults.doomed = {h for h in hashes if rng.random() < 0.2}
-            payloads = {h: payload_of(h, SIZE) for h in hashes}
-            expected = model.store(hashes, payloads, faults.doomed)
-            tier.submit_store(job, hashes, [memoryview(payloads[h]) for h in hashes])
-            tier.drain()
-            (result,) = tier.get_finished()
-            assert result.success == (expected is not None and not faults.doomed & set(expected.block_hashes_to_store))
-        elif action < 0.75:
-            hits = model.lookup(hashes)
-            assert tier.lookup(hashes) == hits
-            if hits:
-                assert _load(tier, job, hashes[:hits]) == model.load(hashes[:hits])
-        elif action < 0.85:
-            ready = [h for h in hashes if h in model.payloads and h not in model.damaged]
-            for h in ready[:1]:
-                model.damage(h)
-                tier.file.corrupt(tier.manager.blocks()[h].block_id, rng.randrange(SIZE))
-        else:
-            model.touch(hashes)
-            tier.touch(hashes)
-        assert [tier.lookup([h]) for h in universe] == [model.lookup([h]) for h in universe]
-        assert tier.quarantined == model.quarantined
-    model.check_leaks()
-    assert _leaks(tier) == 0
-    tier.close()
+def test_T1_T2_disk_tier_conforms_in_lockstep_with_the_model(tmp_path: Path, policy: str) -> None:
+    counter = itertools.count()
+
+    def factory(num_blocks: int, policy: str) -> DiskTier:
+        return DiskTier(tmp_path / f"blocks{next(counter)}", num_blocks, SIZE, policy=policy)
+
+    assert check_tier(factory, policy=policy, payload_bytes=SIZE) == []
+
+
+def test_T1_check_tier_catches_a_tier_that_serves_unverified_reads(tmp_path: Path) -> None:
+    def factory(num_blocks: int, policy: str) -> DiskTier:
+        tier = DiskTier(tmp_path / "blocks", num_blocks, SIZE, policy=policy)
+        tier.file.__class__ = _UncheckedFile
+        return tier
+
+    findings = check_tier(factory, seeds=2, payload_bytes=SIZE)
+    assert findings and "T1" in findings[0]
 
 
 def test_T2_failed_write_is_a_failed_store(tmp_path: Path) -> None:
@@ -164,31 +147,19 @@ def test_T1_checksum_changes_on_every_single_bit_flip_and_on_a_tear() -> None:
     assert checksum64(torn) != reference and checksum64(data[:-1]) != reference
 
 
-class _UncheckedFile:
+class _UncheckedFile(BlockFile):
     """A planted bug: reads copy the payload without verifying the record (breaks T1)."""
 
-    def __init__(self, inner: object) -> None:
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.inner, name)
-
     def read(self, slot: int, block_hash: bytes, out: memoryview) -> None:
-        import mmap
-        import os
-
-        from kvoffload.impl.tiers.records import record_size
-
-        inner = self.inner
-        staging = memoryview(mmap.mmap(-1, inner.slot_bytes))  # type: ignore[attr-defined]
-        os.preadv(inner._fd, [staging], slot * inner.slot_bytes)  # type: ignore[attr-defined]
+        staging = memoryview(mmap.mmap(-1, self.slot_bytes))
+        os.preadv(self._fd, [staging], slot * self.slot_bytes)
         out[:] = staging[record_size(0) : record_size(0) + len(out)]
 
 
 def test_E1_the_fault_run_catches_a_tier_that_skips_verification(tmp_path: Path) -> None:
     faults = IOFaults(seed=5, bit_flip=0.2, torn_write=0.2)
     tier = DiskTier(tmp_path / "blocks", 24, SIZE, faults=faults)
-    tier.file = _UncheckedFile(tier.file)  # type: ignore[assignment]
+    tier.file.__class__ = _UncheckedFile
     report = run_faults(tier, steps=300, seed=4, leaks=lambda: _leaks(tier))
     assert report.corrupt_loads > 0 and not report.ok()
     tier.close()

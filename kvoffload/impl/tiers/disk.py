@@ -140,6 +140,20 @@ class DiskTier:
         """M4."""
         self.manager.touch(block_hashes)
 
+    # -- fault injection (the conformance check of T1, T2) ---------------------------------
+    def fail_writes(self, block_hashes: Iterable[BlockHash]) -> None:
+        """Every later write of these hashes fails (T2); an empty argument clears the list."""
+        if self.file.faults is None:
+            self.file.faults = IOFaults()
+        self.file.faults.doomed = set(read_hashes(block_hashes))
+
+    def damage(self, block_hash: BlockHash) -> None:
+        """Flip a byte of the stored record of a ready block (T1: its next read must fail)."""
+        block = self.manager.blocks().get(block_hash)
+        if block is None:
+            raise ContractViolation("T1", f"damage of a block the tier does not hold: {describe_hash(block_hash)}")
+        self.file.corrupt(block.block_id, len(block_hash))
+
     # -- jobs ---------------------------------------------------------------------------
     def _new_job(self, job_id: int) -> None:
         if isinstance(job_id, bool) or not isinstance(job_id, int):
