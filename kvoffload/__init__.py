@@ -32,6 +32,8 @@ from .spec import (
     ReferenceManager,
     ReferenceS3FIFOPolicy,
     ReferenceSIEVEPolicy,
+    ReferenceSharedTier,
+    ReferenceTier,
     TransferResult,
     TransferSpec,
 )
@@ -39,6 +41,7 @@ from .spec import (
 if TYPE_CHECKING:
     from .impl import CPUOffloadingManager, CPUOffloadingSpec
     from .replay import read_trace, replay_hits
+    from .impl.tiers import DiskTier
 
 # The production classes load numba; import them on first use so that
 # `import kvoffload` stays light (and works where only the model is wanted).
@@ -47,6 +50,7 @@ _LAZY = {
     "CPUOffloadingSpec": "kvoffload.impl",
     "read_trace": "kvoffload.replay",
     "replay_hits": "kvoffload.replay",
+    "DiskTier": "kvoffload.impl.tiers",
 }
 
 
@@ -67,6 +71,7 @@ __all__ = [
     "BlockHash",
     "CPUOffloadingManager",
     "CPUOffloadingSpec",
+    "DiskTier",
     "BlockStatus",
     "CPULoadStoreSpec",
     "CachePolicy",
@@ -84,6 +89,8 @@ __all__ = [
     "ReferenceManager",
     "ReferenceS3FIFOPolicy",
     "ReferenceSIEVEPolicy",
+    "ReferenceSharedTier",
+    "ReferenceTier",
     "TransferResult",
     "TransferSpec",
     "__version__",

@@ -59,6 +59,7 @@ class LazyGroup(click.Group):
         "conform": "kvoffload.conformance.cli:conform",
         "fuzz": "kvoffload.conformance.fuzz:fuzz",
         "simulate": "kvoffload.conformance.simulation:simulate",
+        "simulate-tier": "kvoffload.impl.tiers.faultrun:simulate_tier",
         "check-exhaustive": "kvoffload.conformance.exhaustive:check_exhaustive",
         "replay": "kvoffload.replay.cli:replay",
     },
@@ -87,6 +88,7 @@ def contract(where: bool) -> None:
     lazy={
         "manager": "kvoffload.impl.bench.manager:command",
         "copy": "kvoffload.impl.bench.copy:command",
+        "tiers": "kvoffload.impl.bench.tiers:command",
     },
 )
 def bench() -> None:

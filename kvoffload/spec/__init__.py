@@ -11,6 +11,7 @@ Where each clause lives:
 - B1–B4: ``backend``
 - P1–P6, L1–L3: ``lru``; A1–A6: ``arc``; F1–F7: ``s3fifo``; V1–V6: ``sieve``
 - S1–S4: ``offloading_spec``
+- T1–T6 (further tiers, sharing, leases): ``tiers``
 - C1–C6 (caller protocol), H1–H4 (copy handlers): ``interfaces``;
   E1, E2 (end to end) are properties of a manager and handlers together, checked by the
   conformance suite and the tests.
@@ -27,6 +28,7 @@ from .manager import POLICIES, ReferenceManager, make_reference_policy
 from .offloading_spec import OffloadingSpec
 from .s3fifo import ReferenceS3FIFOPolicy
 from .sieve import ReferenceSIEVEPolicy
+from .tiers import ReferenceSharedTier, ReferenceTier
 from .types import (
     BlockHash,
     BlockIdsLoadStoreSpec,
@@ -63,6 +65,8 @@ __all__ = [
     "ReferenceManager",
     "ReferenceS3FIFOPolicy",
     "ReferenceSIEVEPolicy",
+    "ReferenceSharedTier",
+    "ReferenceTier",
     "TransferResult",
     "TransferSpec",
     "contract_clauses",
