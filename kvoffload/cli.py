@@ -28,7 +28,7 @@ def _spec_locations() -> dict[str, list[str]]:
         if not entry.name.endswith(".py"):
             continue
         for number, line in enumerate(entry.read_text(encoding="utf-8").splitlines(), start=1):
-            for clause_id in set(re.findall(r"\b([MCIBPLASHE]\d+)(?:\.\d+)?\b", line)):
+            for clause_id in set(re.findall(r"\b([MCIBPLASHEKNTFV]\d+)(?:\.\d+)?\b", line)):
                 cited.setdefault(clause_id, []).append(f"{entry.name}:{number}")
     return cited
 
