@@ -81,3 +81,24 @@ def test_N1_reset_with_a_store_in_flight_through_the_real_scheduler(tmp_path: Pa
         1 for s in manager.core.blocks().values() if s.ref_cnt == 0
     ) == manager.core.num_blocks
     assert manager.counters["store_blocks"] >= in_flight + 1  # A was stored again after the reset
+
+
+def test_N7_preempted_request_is_offered_again_without_storing_twice(tmp_path: Path) -> None:
+    """Two requests decode until the device cache (10 blocks) runs out and the scheduler
+    preempts one; rescheduled, it is offered again from its first chunk: chunks already
+    offloaded are no-ops, so each prompt chunk is stored exactly once."""
+    driver = build(tmp_path, {"num_blocks": 16}, device_blocks=10)
+    driver.add("A", _prompt(0), max_tokens=40)
+    driver.add("B", _prompt(100), max_tokens=40)
+    preempted: set[str] = set()
+    for _ in range(200):
+        out = driver.step()
+        preempted.update(getattr(out, "preempted_req_ids", None) or ())
+        if not driver.scheduler.has_requests():
+            break
+    driver.run()
+    assert preempted, "the scenario did not preempt"
+    counters = driver.manager.counters
+    assert counters["store_blocks"] == 8  # 2 prompts x 4 chunks, each once
+    assert counters["prepare_store_refused"] == 0 and not driver.manager.pending
+    assert _total(driver.stats, "kvoffload:stored_blocks") == 8

@@ -40,9 +40,8 @@ class ResetFence:
 
     def physical(self, core_ids: npt.NDArray[np.int64]) -> list[int]:
         """The physical block ids (what the worker copies) of core block ids."""
-        if self.perm is None:
-            return [int(i) for i in core_ids.tolist()]
-        return [int(i) for i in self.perm[core_ids].tolist()]
+        ids: list[int] = (core_ids if self.perm is None else self.perm[core_ids]).tolist()
+        return ids
 
     def fence(self, old_core: CPUOffloadingManager, new_core: CPUOffloadingManager) -> int:
         """N1: occupy, in the fresh ``new_core``, the physical blocks ``old_core`` had in
