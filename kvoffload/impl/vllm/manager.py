@@ -127,7 +127,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self.counters["store_blocks"] += len(to_store)
         self.counters["evicted_blocks"] += len(evicted)
         if to_store:
-            self.stats.allocation_sizes.append(len(to_store))
+            self.stats.allocated(len(to_store))
         if to_store or evicted:
             log_event(side="scheduler", op="prepare_store", blocks=len(to_store), evicted=len(evicted))
         ids = getattr(output.store_spec, "block_ids")

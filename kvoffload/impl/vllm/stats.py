@@ -102,12 +102,22 @@ def _threshold(extra_config: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+#: Allocation sizes kept between two ``collect`` calls: vLLM calls ``get_stats`` only
+#: when it logs stats, so without a bound the list would grow for the server's lifetime.
+MAX_ALLOCATION_SAMPLES = 4096
+
+
 class ManagerStats:
     """The counters' values at the last ``collect`` and the allocation sizes since."""
 
     def __init__(self) -> None:
         self._reported: Counter[str] = Counter()
         self.allocation_sizes: list[int] = []
+
+    def allocated(self, blocks: int) -> None:
+        """One ``prepare_store`` allocated ``blocks`` blocks (the first samples are kept)."""
+        if len(self.allocation_sizes) < MAX_ALLOCATION_SAMPLES:
+            self.allocation_sizes.append(blocks)
 
     def collect(
         self, core: CPUOffloadingManager, counters: Counter[str], skipped: int | None
