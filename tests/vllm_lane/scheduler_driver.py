@@ -64,6 +64,12 @@ class Driver:
         from vllm.v1.outputs import KVConnectorOutput, ModelRunnerOutput
 
         out = self.scheduler.schedule()
+        meta = out.kv_connector_metadata
+        # 0.33's sync loads (sync_load_budget_bytes): the worker submits them expedited and
+        # waits within the step, so they are reported in this step's output.
+        sync_jobs = [job_id for job_id, job in (meta.load_jobs.items() if meta else ()) if getattr(job, "sync", False)]
+        for job_id in sync_jobs:
+            self._done_jobs[job_id] = 1
         req_ids = list(out.num_scheduled_tokens)
         sampled = []
         for req_id in req_ids:
@@ -75,9 +81,10 @@ class Driver:
             kv_connector_worker_meta=OffloadingWorkerMetadata(completed_jobs=dict(self._done_jobs)),
         )
         self._done_jobs, self._done_loads = {}, set()
-        meta = out.kv_connector_metadata
         if meta is not None:
             for job_id, job in meta.load_jobs.items():
+                if job_id in sync_jobs:
+                    continue
                 self._done_jobs[job_id] = 1
                 self._done_loads.add(job.req_id)
             for job_id in meta.store_jobs:

@@ -116,3 +116,26 @@ def test_N7_preempted_request_is_offered_again_without_storing_twice(tmp_path: P
     assert counters["store_blocks"] == 8  # 2 prompts x 4 chunks, each once
     assert counters["prepare_store_refused"] == 0 and not driver.manager.pending
     assert _total(driver.stats, "kvoffload:stored_blocks") == 8
+
+
+@pytest.mark.skipif(not features.RESET_FENCE, reason="sync_load_budget_bytes is a vLLM 0.33 key; this vLLM is 0.32")
+def test_N6_loads_within_the_sync_budget_run_in_the_step_through_the_real_scheduler(tmp_path: Path) -> None:
+    """With ``sync_load_budget_bytes`` the 0.33 connector turns the offloaded hit into a
+    load waited on within the step (the worker's ``expedited`` submit): it completes and
+    the request runs without waiting for a later step's report."""
+    driver = build(tmp_path, {"num_blocks": 12, "sync_load_budget_bytes": 1 << 30}, device_blocks=10)
+    for req_id, base in (("A", 0), ("B", 100), ("C", 200)):
+        driver.add(req_id, _prompt(base))
+        driver.run()
+    sync_loads = 0
+    # A's prefix and a new tail: a sync load must leave at least one token to compute.
+    driver.add("A-again", _prompt(0) + [900 + i for i in range(16)])
+    for _ in range(20):
+        out = driver.step()
+        meta = out.kv_connector_metadata
+        sync_loads += sum(1 for job in (meta.load_jobs.values() if meta else ()) if job.sync)
+        if not driver.scheduler.has_requests():
+            break
+    driver.run()
+    counters = driver.manager.counters
+    assert sync_loads >= 1 and counters["complete_load_blocks"] == counters["prepare_load_blocks"] >= 1
