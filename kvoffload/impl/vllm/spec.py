@@ -21,12 +21,15 @@ is allocated.
 from __future__ import annotations
 
 import mmap
+from collections.abc import Mapping
 from typing import Any
 
 from vllm.v1.kv_offload.base import OffloadingSpec
 
 from ..cpu_spec import CPUOffloadingSpec
 from ..manager import CPUOffloadingManager
+from . import stats
+from .admission import StoreAdmission
 from .manager import KVOffloadingManager
 from .worker import KVOffloadingWorker
 
@@ -36,7 +39,27 @@ __all__ = ["KVOffloadingSpec"]
 CHUNK_ALIGNMENT = mmap.PAGESIZE
 
 #: Keys of vLLM's own CPU manager that ours does not implement: refused, not ignored.
-_UNSUPPORTED = ("cache_policy_module_path",)
+#: A vLLM ``CachePolicy`` keeps Python objects per chunk and decides evictions itself;
+#: our manager's policies are compiled (LRU, ARC) and checked against the contract.
+_UNSUPPORTED = {
+    "cache_policy_module_path": "kvoffload runs its own compiled policies; choose "
+    "eviction_policy='lru' or 'arc', or use vLLM's CPUOffloadingSpec for a custom CachePolicy",
+}
+
+#: vLLM's default size of the admission tracker (N2).
+DEFAULT_MAX_TRACKER_SIZE = 64_000
+
+
+def _admission(extra: Mapping[str, Any]) -> StoreAdmission:
+    """N2: ``store_threshold`` (default 0: off) and ``max_tracker_size`` (default 64000)."""
+    threshold = extra.get("store_threshold", 0)
+    if threshold is None:
+        threshold = 0
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+        raise ValueError(f"S4: store_threshold={threshold!r} must be a non-negative integer")
+    size = extra.get("max_tracker_size")
+    tracker = DEFAULT_MAX_TRACKER_SIZE if size is None else _positive_int("max_tracker_size", size)
+    return StoreAdmission(threshold, tracker)
 
 
 def _positive_int(key: str, value: object) -> int:
@@ -59,6 +82,16 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
+def _tokens_held(config: Any, num_blocks: int, tokens_per_chunk: int) -> int | None:
+    """Tokens the host cache holds for requests of ``max_model_len`` tokens (vLLM 0.33's
+    ``cpu_kv_cache_size_tokens``, one group); ``None`` when the length is not known (0.32)."""
+    max_model_len = int(getattr(config.model, "max_model_len", 0) or 0)
+    if max_model_len <= 0:
+        return None
+    chunks_per_request = -(-max_model_len // tokens_per_chunk)
+    return num_blocks * max_model_len // chunks_per_request
+
+
 class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
     """Our manager for vLLM's scheduler, our copy handlers for its worker (S3)."""
 
@@ -72,18 +105,10 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
                 f"S1: kvoffload supports one KV cache group, got {len(groups)} groups "
                 f"(tokens_per_block={[g.tokens_per_block for g in groups]})"
             )
-        for key in _UNSUPPORTED:
+        for key, why in _UNSUPPORTED.items():
             if extra.get(key) is not None:
-                raise ValueError(f"S4: {key}={extra[key]!r} is not supported by kvoffload")
-        threshold = extra.get("store_threshold")
-        if threshold is not None:
-            if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
-                raise ValueError(f"S4: store_threshold={threshold!r} must be a non-negative integer")
-            if threshold >= 2:
-                raise ValueError(
-                    f"S4: store_threshold={threshold!r} is not supported by kvoffload "
-                    "(every offered block is stored; use 0 or 1)"
-                )
+                raise ValueError(f"S4: {key}={extra[key]!r} is not supported: {why}")
+        self.admission_config = _admission(extra)
 
         tokens_per_block = int(groups[0].tokens_per_block)
         blocks_per_chunk = int(config.cache.blocks_per_chunk)
@@ -130,6 +155,9 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
                     f"of {per_chunk} bytes"
                 )
         ours["num_blocks"] = num_blocks
+        per_chunk_bytes = _round_up(
+            max(int(config.worker_kv_bytes_per_block), 0) * world_size * blocks_per_chunk, CHUNK_ALIGNMENT
+        )
 
         self.num_blocks = num_blocks
         self.core = CPUOffloadingSpec(
@@ -138,8 +166,26 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
             extra_config=ours,
             enable_events=bool(config.enable_kv_cache_events),
         )
+        self.info = stats.config_info(
+            num_blocks=num_blocks,
+            blocks_per_chunk=blocks_per_chunk,
+            bytes_per_block=per_chunk_bytes,
+            tokens=_tokens_held(config, num_blocks, tokens_per_block * blocks_per_chunk),
+            policy=self.core.eviction_policy,
+            store_threshold=self.admission_config.store_threshold,
+        )
         self._manager: KVOffloadingManager | None = None
         self._worker: KVOffloadingWorker | None = None
+
+    @classmethod
+    def build_metric_definitions(cls, extra_config: dict[str, Any]) -> dict[str, Any]:
+        """N3: the metrics ``get_stats`` reports, for vLLM's Prometheus frontend."""
+        return dict(stats.metric_definitions(extra_config))
+
+    @classmethod
+    def config_info_keys(cls, extra_config: dict[str, Any]) -> tuple[str, ...]:
+        """N3 (vLLM 0.33): the labels ``KVOffloadingManager.config_info`` fills."""
+        return stats.INFO_KEYS
 
     def _new_core_manager(self) -> CPUOffloadingManager:
         core = self.core
@@ -153,7 +199,9 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
     def get_manager(self) -> KVOffloadingManager:
         """S3: the same adapter on every call (``reset_cache`` swaps its core manager)."""
         if self._manager is None:
-            self._manager = KVOffloadingManager(self._new_core_manager)
+            self._manager = KVOffloadingManager(
+                self._new_core_manager, admission=self.admission_config, info=self.info
+            )
         return self._manager
 
     def get_worker(self, kv_caches: Any) -> KVOffloadingWorker:

@@ -95,7 +95,11 @@ class KVOffloadingWorker(OffloadingWorker):  # type: ignore[misc]
             self._jobs[int(job_id)] = ("store", len(gpu) * self.bytes_per_gpu_block, time.perf_counter(), len(cpu))
         return bool(accepted)
 
-    def submit_load(self, job_id: int, src_spec: Any, dst_spec: Any) -> bool:
+    def submit_load(self, job_id: int, src_spec: Any, dst_spec: Any, expedited: bool = False) -> bool:
+        """CPU → device copy (H1, H3). ``expedited`` (vLLM 0.33, N6): the connector waits on
+        this job within the step (``wait``). Handled like any load: on CPU the copy runs at
+        submission; on CUDA the load stream keeps submission order (H2), so an expedited
+        load is not moved ahead of loads submitted before it."""
         try:
             _group_sizes(dst_spec, "load destination")
             cpu = CPULoadStoreSpec(np.asarray(src_spec.block_ids, dtype=np.int64))
