@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--offload", choices=["on", "off"], default="on")
     parser.add_argument("--cpu-bytes", type=int, default=64 * 32768)
     parser.add_argument("--eviction-policy", default="lru")
+    parser.add_argument("--num-gpu-blocks", type=int, default=12)
     args = parser.parse_args()
 
     from vllm import LLM, SamplingParams
@@ -66,7 +67,7 @@ def main() -> None:
         seed=0,
         block_size=BLOCK,
         max_model_len=256,
-        num_gpu_blocks_override=12,
+        num_gpu_blocks_override=args.num_gpu_blocks,
         enable_prefix_caching=True,
         **kwargs,
     )
