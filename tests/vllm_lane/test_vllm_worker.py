@@ -162,6 +162,9 @@ def test_a_refused_group_refuses_the_whole_job_before_any_copy() -> None:
     assert not worker.submit_store(1, bad, _cpu([0, 1, 2]))
     assert all(not plane.any() for plane in worker.buffers.host_planes)
     assert worker.get_finished() == []
+    # Two groups loading into one GPU block: refused (the result would depend on order).
+    twice = GPULoadStoreSpec([4, 4], group_sizes=[1, 1], block_indices=[0, 0])
+    assert not worker.submit_load(3, _cpu([0, 1]), twice)
     # A job with no block in any group (every group size 0) completes at once.
     assert worker.submit_store(2, GPULoadStoreSpec([], group_sizes=[0, 0], block_indices=[0, 0]), _cpu([]))
     assert [(r.job_id, r.success, r.transfer_size) for r in worker.get_finished()] == [(2, True, 0)]

@@ -55,6 +55,16 @@ def group_planes(kv_caches: Any) -> list[list[int]]:
     return planes
 
 
+def _distinct_across_groups(destinations: list[IntArray], direction: str) -> None:
+    """H1: two groups never write one destination block (each handler checks its own
+    group; groups may share tensors, so a block written twice would depend on order)."""
+    everything = np.concatenate(destinations) if destinations else np.empty(0, dtype=np.int64)
+    values, counts = np.unique(everything, return_counts=True)
+    if (counts > 1).any():
+        side = "host sub-block" if direction == "store" else "GPU block"
+        raise ValueError(f"H1: {side}(s) {values[counts > 1].tolist()} written by more than one group")
+
+
 @attrs.define
 class _Job:
     """One vLLM job in flight: its parts (one per non-empty group) and what it moves."""
@@ -122,6 +132,7 @@ class KVOffloadingWorker(OffloadingWorker):  # type: ignore[misc]
                     sides = (GPULoadStoreSpec(gpu), CPULoadStoreSpec(sub))
                     spec = sides if direction == "store" else sides[::-1]
                     parts.append((group, *handlers[group].check(jid, spec)))
+            _distinct_across_groups([p[3] if direction == "store" else p[2] for p in parts], direction)
             if direction == "load" and self._corrupt and len(offloaded):
                 self._zero_host_block(int(offloaded[0]))
         except Exception as error:  # H1: a refused job is logged and reported as False
