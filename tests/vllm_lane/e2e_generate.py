@@ -1,13 +1,13 @@
 """One vLLM generation run for the lane's end-to-end test (a script: vLLM spawns worker
 processes, so this needs its own ``__main__``).
 
-    python tests/vllm_lane/e2e_generate.py MODEL_DIR OUT_JSON --offload {on,off}
+    python tests/vllm_lane/e2e_generate.py MODEL_DIR OUT_JSON --offload {on,off} [--num-gpu-blocks N]
 
 Builds ``LLM`` on the tiny random model, with kvoffload's spec behind vLLM's
 ``OffloadingConnector`` (``--offload on``) or without a connector (``off``), and runs the
 prompt set one request at a time: A, B, C (200 tokens each; A and B share a 64-token
-prefix) then A and B again. A device cache of 12 blocks of 32 tokens holds about one
-prompt, so the repeats find their prefix evicted from the device and offloaded to host
+prefix) then A and B again. A device cache of 12 blocks of 32 tokens (the default; a
+model with two KV cache groups needs 20, shared by both groups) holds about one prompt, so the repeats find their prefix evicted from the device and offloaded to host
 memory. Writes ``{"outputs": [[token ids] per request]}``. ``KVOFFLOAD_VLLM_LOG`` and
 ``KVOFFLOAD_VLLM_CORRUPT_LOADS`` pass through the environment to the engine processes.
 """
