@@ -12,7 +12,9 @@ vLLM's own ``CPUOffloadingManager`` as the judge where vLLM has the behaviour.
 - N4 a failed store's release as a ``metadata_only`` event: ``impl/vllm/manager.py``;
 - N5 the manager's ``lock``: ``impl/vllm/manager.py``;
 - N6 ``submit_load(..., expedited)``: ``impl/vllm/worker.py``;
-- N7 re-offers from chunk 0 and ``on_schedule_end``: M5 on the core manager.
+- N7 re-offers from chunk 0 and ``on_schedule_end``: M5 on the core manager;
+- N8 several KV cache groups: ``impl/vllm/worker.py`` and ``impl/copy/indices.py``
+  (``group_rows``).
 
 Which vLLM has which interface is detected in ``impl/vllm/features.py``.
 """
@@ -20,4 +22,4 @@ Which vLLM has which interface is detected in ``impl/vllm/features.py``.
 from __future__ import annotations
 
 #: The clause ids of the family, in order (``kvoffload contract`` lists their text).
-CONNECTOR_CLAUSES = ("N1", "N2", "N3", "N4", "N5", "N6", "N7")
+CONNECTOR_CLAUSES = ("N1", "N2", "N3", "N4", "N5", "N6", "N7", "N8")

@@ -1,13 +1,13 @@
 """One vLLM generation run for the lane's end-to-end test (a script: vLLM spawns worker
 processes, so this needs its own ``__main__``).
 
-    python tests/vllm_lane/e2e_generate.py MODEL_DIR OUT_JSON --offload {on,off}
+    python tests/vllm_lane/e2e_generate.py MODEL_DIR OUT_JSON --offload {on,off} [--num-gpu-blocks N]
 
 Builds ``LLM`` on the tiny random model, with kvoffload's spec behind vLLM's
 ``OffloadingConnector`` (``--offload on``) or without a connector (``off``), and runs the
 prompt set one request at a time: A, B, C (200 tokens each; A and B share a 64-token
-prefix) then A and B again. A device cache of 12 blocks of 32 tokens holds about one
-prompt, so the repeats find their prefix evicted from the device and offloaded to host
+prefix) then A and B again. A device cache of 12 blocks of 32 tokens (the default; a
+model with two KV cache groups needs 20, shared by both groups) holds about one prompt, so the repeats find their prefix evicted from the device and offloaded to host
 memory. Writes ``{"outputs": [[token ids] per request]}``. ``KVOFFLOAD_VLLM_LOG`` and
 ``KVOFFLOAD_VLLM_CORRUPT_LOADS`` pass through the environment to the engine processes.
 """
@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--offload", choices=["on", "off"], default="on")
     parser.add_argument("--cpu-bytes", type=int, default=64 * 32768)
     parser.add_argument("--eviction-policy", default="lru")
+    parser.add_argument("--num-gpu-blocks", type=int, default=12)
     args = parser.parse_args()
 
     from vllm import LLM, SamplingParams
@@ -66,7 +67,7 @@ def main() -> None:
         seed=0,
         block_size=BLOCK,
         max_model_len=256,
-        num_gpu_blocks_override=12,
+        num_gpu_blocks_override=args.num_gpu_blocks,
         enable_prefix_caching=True,
         **kwargs,
     )

@@ -8,6 +8,10 @@ with offloading, and with offloading plus the test seam that zeroes the host cop
 the first block of every load. Offloading must not change a single token, loads must
 happen (counted by our worker adapter through ``KVOFFLOAD_VLLM_LOG``), the scheduler's
 and the worker's counts must agree, and the zeroed block must change the output.
+
+The same three runs again with a model of two KV cache groups (a sliding-window layer
+beside a full-attention layer, vLLM's hybrid KV cache manager): both groups are stored
+and loaded, the sliding-window group only within its window.
 """
 
 from __future__ import annotations
@@ -29,12 +33,10 @@ SCRIPT = Path(__file__).with_name("e2e_generate.py")
 RUN_TIMEOUT = 400
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _save_tiny_llama(path: Path, **extra: Any) -> Path:
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-    path = tmp_path_factory.mktemp("tiny-llama")
     torch.manual_seed(0)
     config = LlamaConfig(
         hidden_size=64,
@@ -49,17 +51,40 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         eos_token_id=2,
         pad_token_id=0,
     )
+    for key, value in extra.items():  # kept in config.json, read by vLLM's Llama
+        setattr(config, key, value)
     LlamaForCausalLM(config).save_pretrained(path, safe_serialization=True)
     GenerationConfig(bos_token_id=1, eos_token_id=2, pad_token_id=0).save_pretrained(path)
     return path
 
 
-def _generate(model: Path, tmp: Path, name: str, offload: str, **env: str) -> tuple[list[list[int]], list[dict[str, Any]]]:
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _save_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+#: Layer 0 attends to a sliding window of 64 tokens, layer 1 to everything: vLLM's
+#: Llama reads ``layer_types`` and the hybrid KV cache manager makes two KV cache groups.
+WINDOW = 64
+
+
+@pytest.fixture(scope="module")
+def two_group_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _save_tiny_llama(
+        tmp_path_factory.mktemp("tiny-llama-swa"),
+        layer_types=["sliding_attention", "full_attention"],
+        sliding_window=WINDOW,
+    )
+
+
+def _generate(
+    model: Path, tmp: Path, name: str, offload: str, *args: str, **env: str
+) -> tuple[list[list[int]], list[dict[str, Any]]]:
     out, log = tmp / f"{name}.json", tmp / f"{name}.log.jsonl"
     environ = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", **env}
     environ["KVOFFLOAD_VLLM_LOG"] = str(log)
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), str(model), str(out), "--offload", offload],
+        [sys.executable, str(SCRIPT), str(model), str(out), "--offload", offload, *args],
         env=environ,
         capture_output=True,
         text=True,
@@ -95,4 +120,35 @@ def test_offloading_generates_identical_tokens_and_loaded_bytes_are_used(model_d
     corrupted, events = _generate(model_dir, tmp_path, "corrupt", "on", KVOFFLOAD_VLLM_CORRUPT_LOADS="1")
     assert _count(events, "worker", "corrupt")[0] > 0
     assert corrupted[:3] == baseline[:3]  # first runs: nothing loaded, nothing corrupted
+    assert corrupted != baseline, "zeroing loaded host blocks did not change the output"
+
+
+@pytest.mark.slow
+def test_two_kv_cache_groups_sliding_window_beside_full_attention(two_group_model_dir: Path, tmp_path: Path) -> None:
+    """A model with two KV cache groups (sliding-window and full-attention layers) on
+    vLLM's hybrid KV cache manager: our spec takes both groups, the worker copies each
+    group's blocks, and the sliding-window group loads only the window vLLM asks for.
+    20 device blocks: vLLM needs more than 12 to fit a 256-token request in two groups."""
+    blocks = ("--num-gpu-blocks", "20")
+    baseline, _ = _generate(two_group_model_dir, tmp_path, "off2", "off", *blocks)
+    offloaded, events = _generate(two_group_model_dir, tmp_path, "on2", "on", *blocks)
+    configs = [e for e in events if e["side"] == "spec"]
+    assert configs and all(e["tokens_per_block"] == [32, 32] for e in configs), configs
+    assert offloaded == baseline, "offloading changed the generated tokens"
+    loads = [e for e in events if e["side"] == "worker" and e["op"] == "load"]
+    assert loads and all(e["success"] for e in events if e["side"] == "worker")
+    hit_blocks = 200 // 32  # a repeated 200-token prompt hits its 6 full blocks
+    for load in loads:  # one group loads the whole hit, the other only the window
+        sliding, full = sorted(load["group_gpu_blocks"])
+        assert full == hit_blocks and 0 < sliding <= WINDOW // 32 + 1, load
+    assert _count(events, "scheduler", "prepare_load") == _count(events, "worker", "load")
+    stores = [e for e in events if e["side"] == "worker" and e["op"] == "store"]
+    assert stores and all(min(e["group_gpu_blocks"]) > 0 for e in stores)
+    print(f"\ntwo groups: loads {[e['group_gpu_blocks'] for e in loads]}, stores {[e['group_gpu_blocks'] for e in stores]}")
+
+    corrupted, events = _generate(
+        two_group_model_dir, tmp_path, "corrupt2", "on", *blocks, KVOFFLOAD_VLLM_CORRUPT_LOADS="1"
+    )
+    assert _count(events, "worker", "corrupt")[0] > 0
+    assert corrupted[:3] == baseline[:3]
     assert corrupted != baseline, "zeroing loaded host blocks did not change the output"

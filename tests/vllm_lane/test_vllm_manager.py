@@ -114,6 +114,36 @@ def test_hit_miss_store_evict_sequence_matches_vllms_manager() -> None:
     assert ours.counters["evicted_blocks"] == 4 and ours.counters["store_blocks"] == 10
 
 
+def test_two_kv_cache_groups_keep_their_own_blocks_like_vllms_manager() -> None:
+    """Keys carry the group index: the same block hash in two groups is two offloaded
+    blocks. The connector lists a job's keys group by group and the worker splits the
+    store spec's block ids in that order, so each key's block id must stay at its key's
+    position (checked against vLLM's manager on the same calls)."""
+    from vllm.v1.kv_offload.base import LookupResult
+
+    from kvoffload.impl.vllm import KVOffloadingSpec
+    from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager as VllmManager
+
+    ours = KVOffloadingSpec(offloading_config({"num_blocks": 5}, groups=2)).get_manager()
+    theirs = VllmManager(num_chunks=5, cache_policy="lru", enable_events=False)
+    ctx = _ctx("A")
+    full = [key(i, group=1) for i in range(3)]  # full attention: every chunk
+    window = [key(1, group=0), key(2, group=0)]  # sliding window: the last two
+    for manager in (ours, theirs):
+        manager.on_new_request(ctx)
+        out = manager.prepare_store(full + window, ctx)
+        assert out.keys_to_store == full + window and out.evicted_keys == []
+        assert len(set(out.store_spec.block_ids.tolist())) == 5
+        manager.complete_store(set(full + window), ctx)
+        assert [manager.lookup(k, ctx) for k in full + window] == [LookupResult.HIT] * 5
+        assert manager.lookup(key(0, group=0), ctx) is LookupResult.MISS  # outside the window
+        load = manager.prepare_load(full[1:] + window, ctx)
+        assert len(load.block_ids) == 4
+        manager.complete_load(set(full[1:] + window), ctx)
+    # A sixth block (either group) evicts the least recent one, the same in both.
+    assert ours.prepare_store([key(9, group=0)], ctx).evicted_keys == theirs.prepare_store([key(9, group=0)], ctx).evicted_keys
+
+
 def test_store_refused_when_everything_is_pinned_or_pending() -> None:
     ours, theirs = _pair(num_blocks=2)
     ctx = _ctx("R")

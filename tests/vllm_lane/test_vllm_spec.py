@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,8 @@ vllm = pytest.importorskip("vllm")
 from vllm_helpers import offloading_config  # noqa: E402
 
 from kvoffload.impl.manager import CPUOffloadingManager  # noqa: E402
+
+torch = pytest.importorskip("torch")
 
 
 def test_factory_loads_our_spec_by_module_path() -> None:
@@ -56,6 +59,34 @@ def test_capacity_is_sized_like_vllms_cpu_spec(
     assert ours.get_manager().core.num_blocks == theirs.num_chunks
 
 
+@pytest.mark.parametrize(("blocks_per_chunk", "pages"), [(1, (4096, 4096)), (2, (16384, 16384, 8192))])
+def test_two_kv_cache_groups_get_the_host_buffer_of_vllms_cpu_spec(blocks_per_chunk: int, pages: tuple[int, ...]) -> None:
+    """Two groups (e.g. sliding-window and full-attention layers): vLLM counts every
+    group's layers in ``worker_kv_bytes_per_block``; we get as many offloaded blocks as
+    its CPU spec gets chunks, and our worker's host planes hold the bytes vLLM's
+    ``CPUOffloadingWorker`` allocates: per KV tensor ``num_chunks × page × blocks_per_chunk``."""
+    from vllm.v1.kv_offload.base import CanonicalKVCacheRef, CanonicalKVCaches, CanonicalKVCacheTensor
+    from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec as VllmCPUSpec
+
+    from kvoffload.impl.vllm import KVOffloadingSpec
+
+    config = offloading_config(
+        {"cpu_bytes_to_use": 3_000_000, "blocks_per_chunk": blocks_per_chunk},
+        groups=2,
+        blocks_per_chunk=blocks_per_chunk,
+        bytes_per_block=sum(pages),
+    )
+    ours, theirs = KVOffloadingSpec(config), VllmCPUSpec(config)
+    assert ours.num_blocks == theirs.num_chunks > 0
+    assert ours.core.gpu_block_sizes == (16, 16)
+    tensors = [CanonicalKVCacheTensor(tensor=torch.zeros((6, page), dtype=torch.int8), page_size_bytes=page) for page in pages]
+    refs = [[CanonicalKVCacheRef(tensor_idx=i, page_size_bytes=p) for i, p in enumerate(pages)]] * 2
+    worker = ours.get_worker(CanonicalKVCaches(tensors=tensors, group_data_refs=refs))
+    host = [tuple(plane.shape) for plane in worker.buffers.host_planes]
+    assert host == [(theirs.num_chunks * blocks_per_chunk, page) for page in pages]
+    assert sum(p.numel() for p in worker.buffers.host_planes) == theirs.num_chunks * sum(pages) * blocks_per_chunk
+
+
 def test_translation_of_block_sizes_policy_and_events() -> None:
     from kvoffload.impl.vllm import KVOffloadingSpec
 
@@ -86,7 +117,8 @@ def test_translation_of_block_sizes_policy_and_events() -> None:
         ({}, {}, "cpu_bytes_to_use=None"),
         ({"cpu_bytes_to_use": 1 << 20, "num_blocks": 4}, {}, "num_blocks=4"),
         ({"num_blocks": 0}, {}, "num_blocks=0"),
-        ({"cpu_bytes_to_use": 1 << 20}, {"groups": 2}, "one KV cache group"),
+        ({"cpu_bytes_to_use": 1 << 20}, {"group_tokens": (16, 32)}, "tokens_per_block=[16, 32]"),
+        ({"cpu_bytes_to_use": 1 << 20}, {"groups": 0}, "tokens_per_block=[]"),
         ({"cpu_bytes_to_use": 1 << 20, "store_threshold": -1}, {}, "store_threshold=-1"),
         ({"cpu_bytes_to_use": 1 << 20, "store_threshold": 2, "max_tracker_size": 0}, {}, "max_tracker_size=0"),
         ({"cpu_bytes_to_use": 1 << 20, "cache_policy_module_path": "x.y"}, {}, "cache_policy_module_path='x.y'"),
@@ -96,7 +128,7 @@ def test_translation_of_block_sizes_policy_and_events() -> None:
     ],
 )
 def test_bad_config_values_raise_value_error_naming_key_and_value(
-    extra: dict[str, object], kwargs: dict[str, int], needle: str
+    extra: dict[str, object], kwargs: dict[str, Any], needle: str
 ) -> None:
     from kvoffload.impl.vllm import KVOffloadingSpec
 

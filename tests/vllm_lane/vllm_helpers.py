@@ -16,8 +16,10 @@ def offloading_config(
     bytes_per_block: int = 32768,
     world_size: int = 1,
     events: bool = False,
+    group_tokens: tuple[int, ...] | None = None,
 ) -> Any:
-    """A vLLM 0.32 ``OffloadingConfig`` as ``build_offloading_config`` would make it."""
+    """A vLLM 0.32 ``OffloadingConfig`` as ``build_offloading_config`` would make it
+    (``groups`` groups of ``tokens_per_block``, or one group per ``group_tokens`` entry)."""
     from vllm.v1.kv_offload.config import (
         OffloadingCacheConfig,
         OffloadingConfig,
@@ -26,10 +28,11 @@ def offloading_config(
         OffloadingParallelConfig,
     )
 
+    sizes = group_tokens if group_tokens is not None else (tokens_per_block,) * groups
     return OffloadingConfig(
         groups=tuple(
-            OffloadingGroupConfig(tokens_per_block=tokens_per_block, layer_names=(f"l{g}",), group_id=g)
-            for g in range(groups)
+            OffloadingGroupConfig(tokens_per_block=size, layer_names=(f"l{g}",), group_id=g)
+            for g, size in enumerate(sizes)
         ),
         worker_kv_bytes_per_block=bytes_per_block,
         enable_kv_cache_events=events,

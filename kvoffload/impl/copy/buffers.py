@@ -10,7 +10,7 @@ share one ``KVBuffers``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 import torch
@@ -43,6 +43,27 @@ class KVBuffers:
     def bytes_per_gpu_block(self) -> int:
         """Bytes one GPU block occupies across every plane (all layers, K and V)."""
         return sum(p[0].numel() * p.element_size() for p in self.device_planes)
+
+    def sub_block_view(self, planes: Sequence[int]) -> KVBuffers:
+        """The given planes, addressed in GPU-sized sub-blocks (factor 1), sharing memory.
+
+        Offloaded block ``b`` of this buffer is blocks ``b·f … b·f+f−1`` of the view, so
+        a caller that has already mapped rows to sub-blocks (``indices.group_rows``: one
+        KV cache group's layers) copies exactly those rows through the view (H3).
+        """
+        chosen = sorted(set(planes))
+        if not chosen or chosen[0] < 0 or chosen[-1] >= len(self.device_planes):
+            raise ValueError(f"planes={list(planes)} must name some of the {len(self.device_planes)} planes")
+        return KVBuffers(
+            device_planes=[self.device_planes[i] for i in chosen],
+            host_planes=[self.host_planes[i] for i in chosen],
+            gpu_block_size=self.gpu_block_size,
+            block_size_factor=1,
+            num_gpu_blocks=self.num_gpu_blocks,
+            num_cpu_blocks=self.num_cpu_blocks * self.block_size_factor,
+            device=self.device,
+            pinned=self.pinned,
+        )
 
     @classmethod
     def build(

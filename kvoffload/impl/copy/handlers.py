@@ -141,6 +141,18 @@ class CpuGpuHandler(OffloadingHandler):
         malformed spec; ``ContractViolation`` (H1) for a job id in flight, a wrong
         medium, lengths that break H3, ids out of range or duplicate destinations.
         """
+        jid, gpu_ids, sub_ids = self.check(job_id, spec)
+        self.submit_rows(jid, gpu_ids, sub_ids)
+        return True
+
+    def check(self, job_id: int, spec: TransferSpec) -> tuple[int, IntArray, IntArray]:
+        """Validate a job as ``transfer_async`` does (H1, H3), without issuing it.
+
+        Returns ``(job id, GPU block ids, host sub-block ids)``, row for row, for
+        ``submit_rows``. A caller that splits one job over several handlers (one per KV
+        cache group) checks every part before it issues any, so a refused part moves
+        no byte of the others either (H1).
+        """
         jid = _job_id(job_id)
         if jid in self._in_flight:
             raise ContractViolation("H1", f"job id {jid} is already in flight")
@@ -165,10 +177,13 @@ class CpuGpuHandler(OffloadingHandler):
             dst_ids = _ids(dst, "destination", b.num_gpu_blocks, gpu_unit)
             _distinct(dst_ids, "destination")
             sub_ids, gpu_ids = load_pairs(src_ids, dst_ids, b.block_size_factor)
+        return jid, gpu_ids, sub_ids
+
+    def submit_rows(self, job_id: int, gpu_ids: IntArray, sub_ids: IntArray) -> None:
+        """Issue a job that ``check`` accepted (its return values, unchanged)."""
         completion = self.engine.submit(self._issuer(gpu_ids, sub_ids), gpu_ids)
-        self._in_flight[jid] = completion
-        self._queue.append((jid, completion))
-        return True
+        self._in_flight[job_id] = completion
+        self._queue.append((job_id, completion))
 
     def _issuer(self, gpu_ids: IntArray, sub_ids: IntArray) -> Issue:
         b, path = self.buffers, self.path

@@ -9,12 +9,14 @@ first ``k·f − m`` belong to a prefix that is already on the GPU.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
 from kvoffload.spec.errors import ContractViolation
 
-__all__ = ["sub_blocks", "store_pairs", "load_pairs", "runs", "pair_runs"]
+__all__ = ["sub_blocks", "store_pairs", "load_pairs", "group_rows", "runs", "pair_runs"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -54,6 +56,54 @@ def load_pairs(offloaded_ids: IntArray, gpu_ids: IntArray, factor: int) -> tuple
             f"more than {total - factor} and at most {total} GPU block(s), got {m}",
         )
     return sub_blocks(offloaded_ids, factor)[total - m :], np.asarray(gpu_ids, dtype=np.int64)
+
+
+def group_rows(
+    gpu_ids: IntArray,
+    offloaded_ids: IntArray,
+    group_sizes: Sequence[int],
+    block_indices: Sequence[int],
+    factor: int,
+) -> list[tuple[IntArray, IntArray]]:
+    """Per KV cache group, ``(gpu block ids, host sub-block ids)`` row for row (H3).
+
+    vLLM's ``GPULoadStoreSpec`` orders ``gpu_ids`` by group (``group_sizes[g]`` of them
+    for group ``g``) and the offloaded ids follow the same group order. Group ``g``
+    starts ``s = block_indices[g] % factor`` sub-blocks into its first offloaded block
+    and covers ``ceil((group_sizes[g] + s) / factor)`` offloaded blocks; its GPU block
+    ``i`` pairs with sub-block ``s + i`` of them. With one group whose last offloaded
+    block is full this is H3's rule (a load reads the last ``m`` sub-blocks); it also
+    covers a sliding-window group whose first blocks lie outside the window (``s > 0``
+    on a store) and a load that ends inside an offloaded block.
+
+    Raises ``ContractViolation`` (H1, H3) when the counts do not add up, before any
+    pair is used.
+    """
+    gpu = np.asarray(gpu_ids, dtype=np.int64)
+    offloaded = np.asarray(offloaded_ids, dtype=np.int64)
+    if len(block_indices) != len(group_sizes) or sum(group_sizes) != len(gpu):
+        raise ContractViolation(
+            "H1",
+            f"H3: group_sizes={list(group_sizes)} and block_indices={list(block_indices)} do not "
+            f"describe {len(gpu)} GPU block(s)",
+        )
+    rows: list[tuple[IntArray, IntArray]] = []
+    gpu_at = host_at = 0
+    for size, first in zip(group_sizes, block_indices):
+        if size < 0 or first < 0:
+            raise ContractViolation("H1", f"H3: negative group size {size} or block index {first}")
+        skip = first % factor if size else 0
+        count = -(-(size + skip) // factor) if size else 0
+        chunk = offloaded[host_at : host_at + count]
+        rows.append((gpu[gpu_at : gpu_at + size], sub_blocks(chunk, factor)[skip : skip + size]))
+        gpu_at, host_at = gpu_at + size, host_at + count
+    if host_at != len(offloaded):
+        raise ContractViolation(
+            "H1",
+            f"H3: group_sizes={list(group_sizes)} with block_indices={list(block_indices)} and "
+            f"block-size factor {factor} cover {host_at} offloaded block(s), got {len(offloaded)}",
+        )
+    return rows
 
 
 def runs(ids: IntArray) -> list[tuple[int, int, int]]:

@@ -64,13 +64,19 @@ failed ``complete_store`` (0.33, events on)             ``OffloadingEvent(metada
 =====================================================  =====================================================
 vLLM 0.32 (worker side, ``OffloadingWorker``)           kvoffload copy handlers (H1–H4)
 =====================================================  =====================================================
-``CanonicalKVCaches`` tensors ``(num_blocks, page)``    ``build_cpu_handlers(..., layout="page")``, one plane
-int8, one per layer                                     per tensor, host planes of ``num_blocks · f`` pages
-one KV cache group                                      supported; more groups: ``ValueError`` (spec and worker)
-``submit_store(job, GPULoadStoreSpec, CPU spec)``       store handler ``transfer_async(job, (GPU ids, CPU ids))``
-``submit_load(job, CPU spec, GPULoadStoreSpec)``        load handler ``transfer_async(job, (CPU ids, GPU ids))``
-``block_indices[0] % f`` (load starts inside a chunk)   H3: the load reads the last ``m`` sub-blocks; checked
-                                                        to equal ``k·f − m`` (else refused)
+``CanonicalKVCaches`` tensors ``(num_blocks, page)``    ``KVBuffers`` in the ``page`` layout: one host plane
+int8; ``group_data_refs`` per KV cache group            per tensor of ``num_blocks · f`` pages, shared by all
+                                                        groups; per group a store/load ``CpuGpuHandler`` pair
+                                                        over that group's tensors only
+several KV cache groups (``group_sizes``)               supported when they share one GPU block size (else
+                                                        ``ValueError``); a job's blocks are split by group
+``submit_store(job, GPULoadStoreSpec, CPU spec)``       per group: ``check`` (GPU ids, host sub-block ids),
+``submit_load(job, CPU spec, GPULoadStoreSpec)``        then ``submit_rows`` once every group's part passed
+``block_indices[g] % f`` (group starts inside a chunk)  H3 as vLLM's worker reads it: group ``g`` starts that
+                                                        many sub-blocks into its first offloaded block and
+                                                        covers ``ceil((size + skip) / f)`` of them (else
+                                                        refused); a sliding-window group copies only the
+                                                        blocks vLLM lists
 ``get_finished() -> [TransferResult]``                  ``get_finished() -> [(job, success)]`` of both handlers,
                                                         with ``transfer_size`` (bytes) and ``transfer_time``
 ``wait(job_ids)``                                       ``wait(job_ids)`` on both handlers (H2)

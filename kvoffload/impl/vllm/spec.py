@@ -4,13 +4,16 @@ vLLM builds it from an ``OffloadingConfig`` (in the engine core for the schedule
 each worker process). The translation (S1–S4):
 
 - ``hash_block_size`` ← ``config.cache.tokens_per_hash``;
-- ``gpu_block_sizes`` ← ``group.tokens_per_block`` of each KV cache group (one supported);
+- ``gpu_block_sizes`` ← ``group.tokens_per_block`` of each KV cache group (any number of
+  groups, one block size shared by all: S2);
 - ``block_size`` (S2) ← ``tokens_per_block · blocks_per_chunk`` when vLLM's extra config
   set ``block_size`` or ``blocks_per_chunk`` (vLLM already turned either into
   ``config.cache.blocks_per_chunk``);
 - capacity: ``num_blocks`` as given, or from ``cpu_bytes_to_use`` the way vLLM's own
   CPU spec sizes it: ``cpu_bytes_to_use // round_up(worker_kv_bytes_per_block ·
-  world_size · blocks_per_chunk, page size)``;
+  world_size · blocks_per_chunk, page size)``, where vLLM's ``worker_kv_bytes_per_block``
+  already counts every group's layers; the worker's host planes (one per KV tensor, of
+  ``num_blocks · blocks_per_chunk`` pages) hold what vLLM's own CPU worker holds;
 - ``eviction_policy`` (``lru``/``arc``) as given; events on when vLLM publishes KV events;
 - ``kv_layout`` = ``page``: the worker sees canonical ``(num_blocks, page_bytes)`` tensors.
 
@@ -30,6 +33,7 @@ from ..cpu_spec import CPUOffloadingSpec
 from ..manager import CPUOffloadingManager
 from . import stats
 from .admission import StoreAdmission
+from ._log import log_event
 from .manager import KVOffloadingManager
 from .worker import KVOffloadingWorker
 
@@ -100,17 +104,19 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
         extra = dict(config.extra_config or {})
 
         groups = tuple(config.groups)
-        if len(groups) != 1:
+        sizes = sorted({int(g.tokens_per_block) for g in groups})
+        if len(sizes) != 1:
             raise ValueError(
-                f"S1: kvoffload supports one KV cache group, got {len(groups)} groups "
-                f"(tokens_per_block={[g.tokens_per_block for g in groups]})"
+                f"S2: kvoffload needs at least one KV cache group and one GPU block size shared "
+                f"by all groups (its copy handlers work in one block size), got "
+                f"tokens_per_block={[g.tokens_per_block for g in groups]}"
             )
         for key, why in _UNSUPPORTED.items():
             if extra.get(key) is not None:
                 raise ValueError(f"S4: {key}={extra[key]!r} is not supported: {why}")
         self.admission_config = _admission(extra)
 
-        tokens_per_block = int(groups[0].tokens_per_block)
+        tokens_per_block = sizes[0]
         blocks_per_chunk = int(config.cache.blocks_per_chunk)
         if blocks_per_chunk <= 0:
             raise ValueError(f"S2: blocks_per_chunk={blocks_per_chunk!r} must be a positive integer")
@@ -162,7 +168,7 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
         self.num_blocks = num_blocks
         self.core = CPUOffloadingSpec(
             hash_block_size=int(config.cache.tokens_per_hash),
-            gpu_block_sizes=[tokens_per_block],
+            gpu_block_sizes=[int(g.tokens_per_block) for g in groups],
             extra_config=ours,
             enable_events=bool(config.enable_kv_cache_events),
         )
@@ -176,6 +182,7 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
         )
         self._manager: KVOffloadingManager | None = None
         self._worker: KVOffloadingWorker | None = None
+        log_event(side="spec", op="config", tokens_per_block=[int(g.tokens_per_block) for g in groups], num_blocks=num_blocks)
 
     @classmethod
     def build_metric_definitions(cls, extra_config: dict[str, Any]) -> dict[str, Any]:

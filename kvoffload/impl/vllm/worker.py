@@ -1,12 +1,20 @@
 """``KVOffloadingWorker``: vLLM 0.32's ``OffloadingWorker`` over our copy handlers.
 
 vLLM hands the worker canonical KV tensors, one ``(num_blocks, page_bytes)`` int8
-tensor per layer; our handlers copy them in the ``page`` layout (H1–H4). Specs are
-translated: vLLM's ``GPULoadStoreSpec(block_ids, group_sizes, block_indices)`` becomes
-our ``GPULoadStoreSpec(block_ids)``, its ``CPULoadStoreSpec`` ours. One KV cache group
-is supported. A load that starts inside an offloaded block (``block_indices[0]`` not a
-multiple of the block-size factor ``f``) reads the last ``m`` sub-blocks (H3); the
-adapter checks that vLLM's ``block_indices`` agree with that.
+tensor each, and per KV cache group the tensors its layers use
+(``CanonicalKVCaches.group_data_refs``). One host plane per tensor holds
+``num_cpu_blocks · f`` GPU-sized sub-blocks (as vLLM's own CPU worker allocates them);
+every group's offloaded blocks come from the one pool the manager hands out, so the
+groups share those planes.
+
+A job's ``GPULoadStoreSpec(block_ids, group_sizes, block_indices)`` lists the GPU blocks
+group by group; the offloaded ids follow the same group order. ``indices.group_rows``
+maps each group's GPU blocks to host sub-blocks the way vLLM's worker does (group ``g``
+starts ``block_indices[g] % f`` sub-blocks into its first offloaded block: a
+sliding-window group stores and loads only the blocks vLLM lists), and each group's part
+is copied by a handler pair over that group's planes only (H1–H4). Every part of a job
+is validated before any is issued (H1); the job finishes when all its parts have, and
+succeeds when all of them did.
 """
 
 from __future__ import annotations
@@ -16,13 +24,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 import torch
 
 from vllm.v1.kv_offload.base import OffloadingWorker, TransferResult
 
 from ...spec.types import CPULoadStoreSpec, GPULoadStoreSpec
-from ..copy import CpuGpuHandler, build_cpu_handlers
+from ..copy import CpuGpuHandler, Direction, KVBuffers
+from ..copy.indices import IntArray, group_rows
 from ._log import corrupt_loads, log_event
 
 __all__ = ["KVOffloadingWorker"]
@@ -30,24 +40,46 @@ __all__ = ["KVOffloadingWorker"]
 logger = logging.getLogger(__name__)
 
 
-def _group_sizes(spec: Any, role: str) -> None:
-    """One KV cache group only: ``group_sizes`` of length 1 (or ``None``)."""
-    sizes: Sequence[int] | None = getattr(spec, "group_sizes", None)
-    if sizes is not None and len(sizes) > 1:
-        raise ValueError(
-            f"kvoffload supports one KV cache group; the {role} spec has group_sizes={list(sizes)}"
-        )
+def group_planes(kv_caches: Any) -> list[list[int]]:
+    """Per KV cache group, the indices of the tensors its layers use (all when none given)."""
+    count = len(kv_caches.tensors)
+    refs = list(getattr(kv_caches, "group_data_refs", None) or [])
+    if not refs:
+        return [list(range(count))]
+    planes = [sorted({int(ref.tensor_idx) for ref in group}) for group in refs]
+    for group, indices in enumerate(planes):
+        if not indices or indices[-1] >= count or indices[0] < 0:
+            raise ValueError(
+                f"KV cache group {group} refers to tensors {indices}, but vLLM handed {count} tensor(s)"
+            )
+    return planes
 
 
-def _first_index(spec: Any) -> int | None:
-    indices: Sequence[int] | None = getattr(spec, "block_indices", None)
-    if not indices:
-        return None
-    return int(indices[0])
+def _distinct_across_groups(destinations: list[IntArray], direction: str) -> None:
+    """H1: two groups never write one destination block (each handler checks its own
+    group; groups may share tensors, so a block written twice would depend on order)."""
+    everything = np.concatenate(destinations) if destinations else np.empty(0, dtype=np.int64)
+    values, counts = np.unique(everything, return_counts=True)
+    if (counts > 1).any():
+        side = "host sub-block" if direction == "store" else "GPU block"
+        raise ValueError(f"H1: {side}(s) {values[counts > 1].tolist()} written by more than one group")
+
+
+@attrs.define
+class _Job:
+    """One vLLM job in flight: its parts (one per non-empty group) and what it moves."""
+
+    direction: str
+    size: int
+    blocks: int
+    started: float
+    pending: set[int]
+    group_blocks: list[int]
+    success: bool = True
 
 
 class KVOffloadingWorker(OffloadingWorker):  # type: ignore[misc]
-    """Stores (GPU → CPU) and loads (CPU → GPU) through our ``CpuGpuHandler`` pair."""
+    """Stores (GPU → CPU) and loads (CPU → GPU), one ``CpuGpuHandler`` pair per group."""
 
     def __init__(
         self,
@@ -57,102 +89,129 @@ class KVOffloadingWorker(OffloadingWorker):  # type: ignore[misc]
         block_size_factor: int,
         num_cpu_blocks: int,
     ) -> None:
-        groups = list(getattr(kv_caches, "group_data_refs", []) or [])
-        if len(groups) > 1:
-            raise ValueError(f"kvoffload supports one KV cache group, got {len(groups)}")
+        planes = group_planes(kv_caches)
         tensors: dict[str, torch.Tensor] = {
             f"tensor{i}": entry.tensor for i, entry in enumerate(kv_caches.tensors)
         }
-        self.store: CpuGpuHandler
-        self.load: CpuGpuHandler
-        self.store, self.load = build_cpu_handlers(
-            tensors, "page", gpu_block_size, block_size_factor, num_cpu_blocks
-        )
+        #: Every tensor's host plane (vLLM's "page" layout: one plane per tensor).
+        self.buffers = KVBuffers.build(tensors, "page", gpu_block_size, block_size_factor, num_cpu_blocks)
+        views = [self.buffers.sub_block_view(group) for group in planes]
+        self.stores = [CpuGpuHandler(view, Direction.STORE) for view in views]
+        self.loads = [CpuGpuHandler(view, Direction.LOAD) for view in views]
         self.factor = block_size_factor
-        self.bytes_per_gpu_block = self.store.buffers.bytes_per_gpu_block
-        # job id -> (direction, bytes, start time)
-        self._jobs: dict[int, tuple[str, int, float, int]] = {}
+        self.bytes_per_gpu_block = [view.bytes_per_gpu_block for view in views]
+        self._jobs: dict[int, _Job] = {}
+        self._empty: list[int] = []  # accepted jobs with no block in any group
         self.completed: dict[str, int] = {"store": 0, "load": 0, "store_blocks": 0, "load_blocks": 0}
         self._corrupt = corrupt_loads()
 
     # -- submission ----------------------------------------------------------------------
-    def submit_store(self, job_id: int, src_spec: Any, dst_spec: Any) -> bool:
+    def _rows(self, gpu_spec: Any, offloaded_ids: IntArray) -> list[tuple[IntArray, IntArray]]:
+        gpu_ids = np.asarray(gpu_spec.block_ids, dtype=np.int64)
+        sizes: Sequence[int] | None = getattr(gpu_spec, "group_sizes", None)
+        indices: Sequence[int] | None = getattr(gpu_spec, "block_indices", None)
+        if sizes is None:  # one group, aligned (vLLM's "group_sizes=None")
+            sizes, indices = [len(gpu_ids)], [0]
+        if len(sizes) != len(self.stores):
+            raise ValueError(
+                f"the spec has group_sizes={list(sizes)} for {len(sizes)} KV cache group(s), "
+                f"the KV caches have {len(self.stores)}"
+            )
+        return group_rows(gpu_ids, offloaded_ids, [int(s) for s in sizes], [int(i) for i in indices or []], self.factor)
+
+    def _submit(self, direction: str, job_id: int, gpu_spec: Any, cpu_spec: Any) -> bool:
+        handlers = self.stores if direction == "store" else self.loads
         try:
-            _group_sizes(src_spec, "store source")
-            start = _first_index(src_spec)
-            if start is not None and start % self.factor:
-                raise ValueError(
-                    f"H3: a store starts at GPU block index {start}, inside an offloaded block "
-                    f"of {self.factor} GPU blocks"
-                )
-            gpu = GPULoadStoreSpec(np.asarray(src_spec.block_ids, dtype=np.int64))
-            cpu = CPULoadStoreSpec(np.asarray(dst_spec.block_ids, dtype=np.int64))
-            accepted = self.store.transfer_async(int(job_id), (gpu, cpu))
+            jid = int(job_id)
+            if jid in self._jobs or jid in self._empty:
+                raise ValueError(f"H1: job id {jid} is already in flight")
+            offloaded = np.asarray(cpu_spec.block_ids, dtype=np.int64)
+            parts = []
+            for group, (gpu, sub) in enumerate(self._rows(gpu_spec, offloaded)):
+                if len(gpu):
+                    sides = (GPULoadStoreSpec(gpu), CPULoadStoreSpec(sub))
+                    spec = sides if direction == "store" else sides[::-1]
+                    parts.append((group, *handlers[group].check(jid, spec)))
+            _distinct_across_groups([p[3] if direction == "store" else p[2] for p in parts], direction)
+            if direction == "load" and self._corrupt and len(offloaded):
+                self._zero_host_block(int(offloaded[0]))
         except Exception as error:  # H1: a refused job is logged and reported as False
-            logger.error("kvoffload: store job %r refused: %s", job_id, error)
+            logger.error("kvoffload: %s job %r refused: %s", direction, job_id, error)
             return False
-        if accepted:
-            self._jobs[int(job_id)] = ("store", len(gpu) * self.bytes_per_gpu_block, time.perf_counter(), len(cpu))
-        return bool(accepted)
+        for group, _, gpu_ids, sub_ids in parts:
+            handlers[group].submit_rows(jid, gpu_ids, sub_ids)
+        size = sum(len(gpu_ids) * self.bytes_per_gpu_block[group] for group, _, gpu_ids, _ in parts)
+        per_group = [0] * len(handlers)
+        for group, _, gpu_ids, _ in parts:
+            per_group[group] = len(gpu_ids)
+        self._jobs[jid] = _Job(direction, size, len(offloaded), time.perf_counter(), {p[0] for p in parts}, per_group)
+        if not parts:
+            self._empty.append(jid)
+        return True
+
+    def submit_store(self, job_id: int, src_spec: Any, dst_spec: Any) -> bool:
+        return self._submit("store", job_id, src_spec, dst_spec)
 
     def submit_load(self, job_id: int, src_spec: Any, dst_spec: Any, expedited: bool = False) -> bool:
         """CPU → device copy (H1, H3). ``expedited`` (vLLM 0.33, N6): the connector waits on
         this job within the step (``wait``). Handled like any load: on CPU the copy runs at
         submission; on CUDA the load stream keeps submission order (H2), so an expedited
         load is not moved ahead of loads submitted before it."""
-        try:
-            _group_sizes(dst_spec, "load destination")
-            cpu = CPULoadStoreSpec(np.asarray(src_spec.block_ids, dtype=np.int64))
-            gpu = GPULoadStoreSpec(np.asarray(dst_spec.block_ids, dtype=np.int64))
-            start = _first_index(dst_spec)
-            skip = len(cpu) * self.factor - len(gpu)
-            if start is not None and len(gpu) and start % self.factor != skip % self.factor:
-                raise ValueError(
-                    f"H3: a load into {len(gpu)} GPU block(s) from {len(cpu)} offloaded block(s) "
-                    f"skips {skip} sub-block(s), but block_indices[0]={start} starts "
-                    f"{start % self.factor} GPU block(s) into an offloaded block of {self.factor}"
-                )
-            if self._corrupt and len(cpu):
-                self._zero_host_block(int(cpu.block_ids[0]))
-            accepted = self.load.transfer_async(int(job_id), (cpu, gpu))
-        except Exception as error:  # H1
-            logger.error("kvoffload: load job %r refused: %s", job_id, error)
-            return False
-        if accepted:
-            self._jobs[int(job_id)] = ("load", len(gpu) * self.bytes_per_gpu_block, time.perf_counter(), len(cpu))
-        return bool(accepted)
+        return self._submit("load", job_id, dst_spec, src_spec)
 
     def _zero_host_block(self, block_id: int) -> None:
         """Test seam: zero every host plane's sub-blocks of offloaded block ``block_id``."""
         first = block_id * self.factor
-        for plane in self.load.buffers.host_planes:
+        for plane in self.buffers.host_planes:
             plane[first : first + self.factor].zero_()
         log_event(side="worker", op="corrupt", block=block_id)
 
     # -- completion ----------------------------------------------------------------------
+    def _finished_parts(self) -> list[tuple[int, int, bool]]:
+        """``(job id, group, success)`` of every part that finished since the last call."""
+        parts: list[tuple[int, int, bool]] = []
+        for group, (store, load) in enumerate(zip(self.stores, self.loads)):
+            for handler in (store, load):
+                parts.extend((int(jid), group, bool(ok)) for jid, ok in handler.get_finished())
+        return parts
+
     def get_finished(self) -> list[Any]:
-        results: list[Any] = []
+        done = self._empty
+        self._empty = []
+        for jid, group, success in self._finished_parts():
+            job = self._jobs.get(jid)
+            if job is None or group not in job.pending:
+                continue
+            job.pending.discard(group)
+            job.success = job.success and success
+            if not job.pending:
+                done.append(jid)
         now = time.perf_counter()
-        for handler in (self.store, self.load):
-            for job_id, success in handler.get_finished():
-                direction, size, started, blocks = self._jobs.pop(job_id, ("?", 0, now, 0))
-                if success and direction in ("store", "load"):
-                    self.completed[direction] += 1
-                    self.completed[f"{direction}_blocks"] += blocks
-                log_event(side="worker", op=direction, job=job_id, success=bool(success), blocks=blocks, bytes=size)
-                results.append(
-                    TransferResult(
-                        job_id=job_id,
-                        success=bool(success),
-                        transfer_size=size,
-                        transfer_time=max(now - started, 0.0),
-                    )
+        results: list[Any] = []
+        for jid in done:
+            job = self._jobs.pop(jid)
+            if job.success:
+                self.completed[job.direction] += 1
+                self.completed[f"{job.direction}_blocks"] += job.blocks
+            log_event(
+                side="worker",
+                op=job.direction,
+                job=jid,
+                success=job.success,
+                blocks=job.blocks,
+                bytes=job.size,
+                group_gpu_blocks=job.group_blocks,
+            )
+            results.append(
+                TransferResult(
+                    job_id=jid, success=job.success, transfer_size=job.size, transfer_time=max(now - job.started, 0.0)
                 )
+            )
         return results
 
     def wait(self, job_ids: set[int]) -> None:
-        self.store.wait(set(job_ids))
-        self.load.wait(set(job_ids))
+        for handler in (*self.stores, *self.loads):
+            handler.wait(set(job_ids))
 
     def shutdown(self) -> None:
         return None
