@@ -1,4 +1,4 @@
-"""The compiled batch readers (``_batch``, ``_pyobj``): exact words and lengths, and a
+"""The compiled batch readers (``core.batch``, ``core.pyobj``): exact words and lengths, and a
 refusal (no write outside the scratch) for anything but non-empty plain ``bytes``."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from kvoffload.impl import CPUOffloadingManager, _batch, _pyobj
+from kvoffload.impl import CPUOffloadingManager
+from kvoffload.impl.core import batch as _batch
+from kvoffload.impl.core import pyobj as _pyobj
 
 
 def words(block_hash: bytes) -> list[int]:

@@ -8,17 +8,15 @@ the hashes joined back to back in a ``uint8`` buffer (:func:`pack`, the portable
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from ._pyobj import BYTES_DATA, LIST_ITEMS, OB_SIZE, OB_TYPE, peek
+from .jit import kernel
+from .layout import GATHER_BAD, GATHER_WIDE
+from .pyobj import BYTES_DATA, LIST_ITEMS, OB_SIZE, OB_TYPE, peek
 
 __all__ = ["GATHER_BAD", "GATHER_WIDE", "gather", "pack"]
 
-GATHER_BAD = -100  # an element is not exactly bytes, is empty, or is oddly placed
-GATHER_WIDE = -101  # a hash has more words than ``q`` has columns
 
-
-@njit(cache=True)
+@kernel()
 def gather(addr, n, q, lens, bytes_type):  # type: ignore[no-untyped-def]
     """Read ``n`` elements of the list at ``addr`` into ``q``/``lens``; 0 or a GATHER_ code.
 
@@ -54,7 +52,7 @@ def gather(addr, n, q, lens, bytes_type):  # type: ignore[no-untyped-def]
     return widest
 
 
-@njit(cache=True)
+@kernel()
 def pack(buf, lens, n, q):  # type: ignore[no-untyped-def]
     """Hashes back to back in ``buf`` (``lens[:n]`` bytes each, validated by the caller) into ``q``."""
     off = 0

@@ -23,8 +23,7 @@ import sys
 import sysconfig
 from typing import Any
 
-from numba import types
-from numba.extending import intrinsic
+from .jit import TWIN
 
 __all__ = ["LAYOUT_OK", "LIST_ITEMS", "OB_TYPE", "OB_SIZE", "BYTES_DATA", "peek"]
 
@@ -35,23 +34,37 @@ LIST_ITEMS = 24  # PyListObject.ob_item (PyObject **)
 BYTES_DATA = 32  # PyBytesObject.ob_sval (after ob_shash), 8-byte aligned
 
 
-@intrinsic
-def _peek(typingctx, addr):  # type: ignore[no-untyped-def]
-    """The int64 stored at address ``addr`` (8-byte aligned, readable)."""
-    if not isinstance(addr, types.Integer):
-        return None
-    sig = types.int64(types.int64)
+def _compiled_peek() -> Any:
+    """``peek(addr)`` for compiled code: one aligned int64 load."""
+    from numba import types
+    from numba.extending import intrinsic
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        ptr_type = context.get_value_type(types.CPointer(types.int64))  # type: ignore[no-untyped-call]
-        address = context.cast(builder, args[0], signature.args[0], types.int64)
-        return builder.load(builder.inttoptr(address, ptr_type))
+    @intrinsic
+    def _peek(typingctx, addr):  # type: ignore[no-untyped-def]
+        """The int64 stored at address ``addr`` (8-byte aligned, readable)."""
+        if not isinstance(addr, types.Integer):
+            return None
+        sig = types.int64(types.int64)
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            ptr_type = context.get_value_type(types.CPointer(types.int64))  # type: ignore[no-untyped-call]
+            address = context.cast(builder, args[0], signature.args[0], types.int64)
+            return builder.load(builder.inttoptr(address, ptr_type))
+
+        return sig, codegen
+
+    return _peek
 
 
-#: ``peek(addr)`` in compiled code (typed ``Any`` for mypy: numba intrinsics are untyped).
-peek: Any = _peek
+def _twin_peek(addr: Any) -> Any:
+    """The twin's ``peek``: the same load through ``ctypes`` (an ``np.int64``, as compiled)."""
+    import numpy as np
+
+    return np.int64(ctypes.c_int64.from_address(int(addr)).value)
+
+
+#: ``peek(addr)`` (typed ``Any`` for mypy: numba intrinsics are untyped).
+peek: Any = _twin_peek if TWIN else _compiled_peek()
 
 
 def _layout_ok() -> bool:
