@@ -11,7 +11,7 @@ import pytest
 
 from kvoffload.impl import CPUOffloadingManager
 from kvoffload.impl.core import batch as _batch
-from kvoffload.impl.core import pyobj as _pyobj
+from kvoffload.impl.core import cpython as _pyobj
 
 
 def words(block_hash: bytes) -> list[int]:

@@ -50,9 +50,9 @@ from .core.layout import (
     ghost_slot,
     list_slot,
     span,
+    table_size,
 )
-from .core.ops import table_size
-from .core.pyobj import LAYOUT_OK
+from .core.cpython import LAYOUT_OK
 from .fingerprint import fingerprint_mask
 
 __all__ = ["CPUOffloadingManager", "MANAGER_POLICIES"]
@@ -380,27 +380,35 @@ class CPUOffloadingManager(OffloadingManager):
             raise ContractViolation("I3", "an eviction candidate is parked, or a busy block is in a heap")
         if int(meta[HS0] + meta[HS0 + 1]) != int(in_heap.sum()) or int(meta[ELIG]) != int(idle.sum()):
             raise ContractViolation("I3", "heap sizes or the candidate count disagree with the blocks")
-        ts = self._ts
         for h in range(L.LIST_COUNT):
-            want = present & (blk == L.T1 + h) & (hpos == L.IN_LIST)
-            seen = np.zeros(cap, bool)
-            nd, prev, last = int(meta[list_slot(h, LIST_HEAD)]), -1, -1
-            while nd >= 0:
-                if seen[nd] or not want[nd] or int(self._bprev[nd]) != prev or int(ts[nd]) <= last:
-                    raise ContractViolation("I3", f"recency list {h} is broken at block {nd}")
-                seen[nd] = True
-                prev, last, nd = nd, int(ts[nd]), int(self._bnext[nd])
-            if int(meta[list_slot(h, LIST_TAIL)]) != prev or not np.array_equal(seen, want):
-                raise ContractViolation("I3", f"recency list {h} does not hold exactly its blocks")
+            self._check_list(h, present & (blk == L.T1 + h) & (hpos == L.IN_LIST))
         if int(meta[N1]) != int((blk == L.T1).sum()) or int(meta[N1 + 1]) != int((blk == L.T2).sum()):
             raise ContractViolation("I1", "list sizes disagree with the blocks")
         ghosts = int(((lst[cap:] == L.B1) | (lst[cap:] == L.B2)).sum())
         if self.policy == "arc":
-            for g in range(L.LIST_COUNT):
-                size = int(meta[ghost_slot(g, GHOST_SIZE)])
-                if size > cap or size != int((lst[cap:] == L.B1 + g).sum()):
-                    raise ContractViolation("A5", f"ghost list B{g + 1} has a bad size {size}")
-            if not 0.0 <= float(self._pf[0]) <= cap:
-                raise ContractViolation("A3", f"p={float(self._pf[0])} outside [0, {cap}]")
+            self._check_ghosts()
         if int((table != 0).sum()) != int(present.sum()) + ghosts:
             raise ContractViolation("I8", "the table does not index exactly the present hashes and ghosts")
+
+    def _check_list(self, h: int, want: npt.NDArray[np.bool_]) -> None:
+        """I3: recency list ``h`` links exactly the blocks ``want``, in increasing stamps."""
+        meta, ts, cap = self._meta, self._ts, self.num_blocks
+        seen = np.zeros(cap, bool)
+        nd, prev, last = int(meta[list_slot(h, LIST_HEAD)]), -1, -1
+        while nd >= 0:
+            if seen[nd] or not want[nd] or int(self._bprev[nd]) != prev or int(ts[nd]) <= last:
+                raise ContractViolation("I3", f"recency list {h} is broken at block {nd}")
+            seen[nd] = True
+            prev, last, nd = nd, int(ts[nd]), int(self._bnext[nd])
+        if int(meta[list_slot(h, LIST_TAIL)]) != prev or not np.array_equal(seen, want):
+            raise ContractViolation("I3", f"recency list {h} does not hold exactly its blocks")
+
+    def _check_ghosts(self) -> None:
+        """A5, A3: ghost list sizes within the capacity and matching the nodes; p in [0, C]."""
+        cap, lst = self.num_blocks, self._lst
+        for g in range(L.LIST_COUNT):
+            size = int(self._meta[ghost_slot(g, GHOST_SIZE)])
+            if size > cap or size != int((lst[cap:] == L.B1 + g).sum()):
+                raise ContractViolation("A5", f"ghost list B{g + 1} has a bad size {size}")
+        if not 0.0 <= float(self._pf[0]) <= cap:
+            raise ContractViolation("A3", f"p={float(self._pf[0])} outside [0, {cap}]")

@@ -26,6 +26,7 @@ __all__ = [
     "SLOW_PATH",
     "arena_sizes",
     "span",
+    "table_size",
 ]
 
 # --------------------------------------------------------------------- list kinds (lst)
@@ -143,6 +144,14 @@ def span(field: tuple[int, int, int, int, int, int], cap: int, ghosts: int) -> t
     """``(start, stop)`` of ``field`` in its arena (also compiled: ``state.view``)."""
     start = field[0] + field[1] * cap + field[2] * ghosts
     return start, start + field[3] + field[4] * cap + field[5] * ghosts
+
+
+def table_size(nodes: int) -> int:
+    """Hash-table slots for ``nodes`` entries: a power of two, load factor at most 3/4."""
+    size = 8
+    while size * 3 < nodes * 4:
+        size *= 2
+    return size
 
 
 def arena_sizes(cap: int, ghosts: int) -> tuple[int, int, int]:

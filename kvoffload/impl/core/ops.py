@@ -51,7 +51,6 @@ __all__ = [
     "prepare_store",
     "store_fail",
     "store_ok",
-    "table_size",
     "touch",
 ]
 
@@ -269,10 +268,3 @@ ENTRY_POINTS = {
     "store_fail": store_fail,
 }
 
-
-def table_size(nodes: int) -> int:
-    """Slots for ``nodes`` entries: a power of two, load factor at most 3/4."""
-    size = 8
-    while size * 3 < nodes * 4:
-        size *= 2
-    return size

@@ -11,27 +11,19 @@ is not exactly ``bytes`` or whose length is 0 makes the compiled call return
 ``GATHER_BAD`` before it changes anything, and the manager then takes the slow path
 (``read_hashes``: the contract's errors, or ``bytes`` subclasses copied to plain bytes).
 
-:data:`LAYOUT_OK` says whether this interpreter has the layout assumed here (CPython,
-64-bit, GIL build, little endian, checked at import on live objects with ``ctypes``).
-Where it is ``False`` the manager packs batches in Python (``b"".join``) instead.
+:data:`LAYOUT_OK` (``cpython``) says whether this interpreter has the layout assumed here;
+where it is ``False`` the manager packs batches in Python (``b"".join``) instead.
 """
 
 from __future__ import annotations
 
 import ctypes
-import sys
-import sysconfig
 from typing import Any
 
+from .cpython import BYTES_DATA, LAYOUT_OK, LIST_ITEMS, OB_SIZE, OB_TYPE
 from .jit import TWIN
 
 __all__ = ["LAYOUT_OK", "LIST_ITEMS", "OB_TYPE", "OB_SIZE", "BYTES_DATA", "peek"]
-
-# Offsets (bytes) in CPython 3.8+ (64-bit, GIL build) object headers.
-OB_TYPE = 8
-OB_SIZE = 16
-LIST_ITEMS = 24  # PyListObject.ob_item (PyObject **)
-BYTES_DATA = 32  # PyBytesObject.ob_sval (after ob_shash), 8-byte aligned
 
 
 def _compiled_peek() -> Any:
@@ -65,33 +57,3 @@ def _twin_peek(addr: Any) -> Any:
 
 #: ``peek(addr)`` (typed ``Any`` for mypy: numba intrinsics are untyped).
 peek: Any = _twin_peek if TWIN else _compiled_peek()
-
-
-def _layout_ok() -> bool:
-    """Check every offset above on live objects (without compiled code)."""
-    if sys.implementation.name != "cpython" or sys.byteorder != "little":
-        return False
-    if sys.maxsize != 2**63 - 1 or sysconfig.get_config_var("Py_GIL_DISABLED"):
-        return False
-    if sys.getsizeof(b"") != BYTES_DATA + 1:
-        return False
-    try:
-        probes = [bytes(range(1, 33)), b"\x07" * 36, b"k"]
-        box = list(probes)
-        word = ctypes.c_int64.from_address
-        if word(id(box) + OB_SIZE).value != len(box) or word(id(box) + OB_TYPE).value != id(list):
-            return False
-        items = word(id(box) + LIST_ITEMS).value
-        for i, probe in enumerate(probes):
-            if word(items + 8 * i).value != id(probe):
-                return False
-            if word(id(probe) + OB_TYPE).value != id(bytes) or word(id(probe) + OB_SIZE).value != len(probe):
-                return False
-            if (id(probe) + BYTES_DATA) % 8 or ctypes.string_at(id(probe) + BYTES_DATA, len(probe)) != probe:
-                return False
-    except Exception:  # pragma: no cover - any surprise means "do not use it"
-        return False
-    return True
-
-
-LAYOUT_OK: bool = _layout_ok()

@@ -64,8 +64,9 @@ def _compiled(name: str) -> Any:
 
 def _signature(name: str) -> tuple[Any, ...]:
     """The argument types a manager passes to ``name`` (C-contiguous arrays, int64 scalars)."""
-    from numba import typeof
+    from numba import typeof as numba_typeof
 
+    typeof: Callable[[Any], Any] = numba_typeof
     if name == "pack":
         buf = np.frombuffer(b"x", np.uint8)  # read-only, as from ``b"".join``
         return (typeof(buf), typeof(np.zeros(1, np.int64)), typeof(0), typeof(np.zeros((1, 1), np.uint64)))
