@@ -89,7 +89,7 @@ class CPUOffloadingManager(OffloadingManager):
 
     Each call reads its argument once into a list (M0; a ``list`` argument is used as
     it is), then runs one compiled entry point of ``core.ops`` that reads the list's
-    elements itself (``_pyobj``), checks them, and does the whole batch. Anything
+    elements itself (``core.pyobj``), checks them, and does the whole batch. Anything
     unusual (an element that is not exactly ``bytes``, an empty or unusually long
     hash, an interpreter without the expected object layout) takes the slow path:
     ``read_hashes`` (the contract's errors; ``bytes`` subclasses copied to plain bytes)

@@ -43,7 +43,6 @@ from .store import prepare_store
 from .table import CHUNK, find, find_chunk, fingerprint, table_delete, tag_of
 
 __all__ = [
-    "ENTRY_POINTS",
     "complete_load",
     "lookup",
     "pack",
@@ -255,16 +254,4 @@ def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
             meta[NFREE] += 1
             m += 1
     return m
-
-
-#: The entry points by name, in the order ``runtime`` compiles them (most used first).
-ENTRY_POINTS = {
-    "lookup": lookup,
-    "prepare_store": prepare_store,
-    "store_ok": store_ok,
-    "touch": touch,
-    "prepare_load": prepare_load,
-    "complete_load": complete_load,
-    "store_fail": store_fail,
-}
 

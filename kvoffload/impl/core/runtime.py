@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MODES", "READY", "entry", "mode", "start", "wait"]
+__all__ = ["MODES", "NAMES", "READY", "compiled", "entry", "mode", "start", "twin", "wait"]
 
 MODES = ("background", "eager", "twin")
-_NAMES = ("lookup", "prepare_store", "store_ok", "touch", "prepare_load", "complete_load", "store_fail", "pack")
+#: Every entry point, in the order the background thread builds them (most used first).
+NAMES = ("lookup", "prepare_store", "store_ok", "touch", "prepare_load", "complete_load", "store_fail", "pack")
 
 _lock = threading.Lock()
 #: Entry points compiled so far, by name (callers look here first: one dict lookup).
@@ -84,7 +85,7 @@ def _build(name: str) -> None:
 
 def _build_all() -> None:
     try:
-        for name in _NAMES:
+        for name in NAMES:
             if name not in _ready:
                 _build(name)
     except BaseException as error:  # pragma: no cover - reported by ``wait``; the twin keeps answering
@@ -102,15 +103,20 @@ def start() -> None:
             _thread.start()
 
 
+def compiled(name: str) -> Callable[..., Any]:
+    """The compiled build of ``name``, compiling (or loading) it now if needed."""
+    if name not in _ready:
+        _build(name)
+    return _ready[name]
+
+
 def entry(name: str) -> Callable[..., Any]:
     """The build of ``name`` to call now: compiled if ready, else per the mode."""
     ready = _ready.get(name)
     if ready is not None:
         return ready
-    chosen = mode()
-    if chosen == "eager":
-        _build(name)
-        return _ready[name]
+    if mode() == "eager":
+        return compiled(name)
     return twin(name)
 
 
@@ -121,8 +127,7 @@ def wait() -> None:
     start()
     if _thread is not None:
         _thread.join()
-    for name in _NAMES:
-        if name not in _ready:
-            _build(name)
+    for name in NAMES:
+        compiled(name)
     if _failure:
         raise RuntimeError("compiling the core failed") from _failure[0]
