@@ -74,7 +74,7 @@ def unprotect(nodes, cap, prot):  # type: ignore[no-untyped-def]
 
 
 # --------------------------------------------------------------------------- 2. choose
-@kernel()
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
 def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[no-untyped-def]
     """Least-recent unprotected block of heap ``h`` (protected tops are set aside in ``side``)."""
     while True:
@@ -86,7 +86,7 @@ def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[
         ns += 1
 
 
-@kernel()
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
 def _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl):  # type: ignore[no-untyped-def]
     """Head of list ``h`` after parking its non-evictable head blocks (for good: they come
     back through the heap) and setting its protected idle ones aside in ``lside``."""
@@ -105,7 +105,7 @@ def _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl):  # type:
             return nd, nl
 
 
-@kernel()
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
 def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """Oldest unprotected eligible block of list ``h`` (L3, A4), or -1: ``(node, ns, nl)``."""
     m, nl = _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl)
@@ -115,7 +115,7 @@ def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, 
     return m, ns, nl
 
 
-@kernel()
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
 def pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """P5: the policy's next victim ``(node, list id, ns, nl)``; LRU: the oldest of its list;
     ARC (A4): T1's oldest while |T1| (less victims taken from it) >= floor(p), else T2's."""
@@ -143,8 +143,16 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
     nl = 0
     t1_taken = 0
     target = np.floor(pf[0])
+    arc = meta[POLICY] == POLICY_ARC
     for k in range(n):
-        victim, h, ns, nl = pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl)
+        e1 = meta[lslot(0, LIST_HEAD)]
+        # The steady state, without a call: T1's (LRU's) head is idle, unprotected, no heap
+        # competes, and (ARC) T1 is at or above its target. Each array passed to a compiled
+        # call costs a ref-count round trip, per victim here.
+        if e1 >= 0 and ref[e1] == 0 and prot[e1] == 0 and meta[HS0] == 0 and (not arc or meta[N1] - t1_taken >= target):
+            victim, h = e1, 0
+        else:
+            victim, h, ns, nl = pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl)
         t1_taken += 1 - h
         if hpos[victim] >= 0:
             heap_remove(hts, hnode, hpos, meta, h, victim)
@@ -188,23 +196,11 @@ def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_li
         nxt[g] = gnext[x]
 
 
-@kernel()
-def _become_ghost(table, keys, meta, lst, gprev, gnext, gfree, gtag, nd, s, tag, g):  # type: ignore[no-untyped-def]
-    """A5: victim ``nd`` (at slot ``s``) becomes the newest ghost of list ``g`` under its
-    own tag; the list's oldest ghost is dropped first if the list is full."""
-    cap = meta[CAP]
-    if meta[gslot(g, GHOST_SIZE)] >= cap:
-        g_drop(table, meta, lst, gprev, gnext, gfree, gtag, meta[gslot(g, GHOST_HEAD)], -1)
-        if (table[s] & _LO32) != np.uint64(nd + 1):  # the drop shifted our slot back
-            s = slot_of(table, np.uint64(meta[SHIFT]), tag, nd)
-    meta[NGFREE] -= 1
-    gn = gfree[meta[NGFREE]]
-    gtag[gn - cap] = np.int32(tag)
+@kernel(inline="always")
+def _copy_row(keys, dst, src):  # type: ignore[no-untyped-def]
+    """Row ``dst`` of ``keys`` := row ``src``."""
     for j in range(keys.shape[1]):
-        keys[gn, j] = keys[nd, j]
-    table[s] = (tag << _U32) | np.uint64(gn + 1)
-    lst[gn] = B1 + g
-    g_append(gprev, gnext, meta, g, gn)
+        keys[dst, j] = keys[src, j]
 
 
 @kernel()
@@ -212,6 +208,7 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list):  # type: ig
     """Free the ``n`` chosen blocks (LRU: forget their hashes; ARC: keep them as ghosts)."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     arc = meta[POLICY] == POLICY_ARC
+    cap = meta[CAP]
     shift = np.uint64(meta[SHIFT])
     gtag = ghost_tags(a32, meta)
     vtags = np.empty(min(n, CHUNK), np.uint64)
@@ -224,10 +221,20 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list):  # type: ig
         s = slot_of(table, shift, tag, nd)
         g = from_list[k]
         meta[N1 + g] -= 1
-        if arc:
-            _become_ghost(table, keys, meta, lst, gprev, gnext, gfree, gtag, nd, s, tag, g)
-        else:
+        if not arc:
             table_delete(table, shift, s)
+        else:  # A5: the newest ghost of list g under its own tag (written out: see above)
+            if meta[gslot(g, GHOST_SIZE)] >= cap:  # the list is full: its oldest ghost goes
+                g_drop(table, meta, lst, gprev, gnext, gfree, gtag, meta[gslot(g, GHOST_HEAD)], -1)
+                if (table[s] & _LO32) != np.uint64(nd + 1):  # the drop shifted our slot back
+                    s = slot_of(table, shift, tag, nd)
+            meta[NGFREE] -= 1
+            gn = gfree[meta[NGFREE]]
+            gtag[gn - cap] = np.int32(tag)
+            _copy_row(keys, gn, nd)
+            table[s] = (tag << _U32) | np.uint64(gn + 1)
+            lst[gn] = B1 + g
+            g_append(gprev, gnext, meta, g, gn)
         lst[nd] = FREE
         ref[nd] = 0
         free[meta[NFREE]] = nd

@@ -151,27 +151,7 @@ def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
     return n
 
 
-@kernel()
-def _touch_block(meta, ts, ref, hts, hnode, hpos, lst, bprev, bnext, nd):  # type: ignore[no-untyped-def]
-    """L2, A3: block ``nd`` to the most recent end of T2 (ARC, ready T1 blocks too) or its list."""
-    h = lst[nd] - T1
-    meta[CLOCK] += 1
-    where = hpos[nd]
-    if where == IN_LIST:
-        l_unlink(bprev, bnext, meta, h, nd)
-    elif where >= 0:
-        heap_remove(hts, hnode, hpos, meta, h, nd)
-    if meta[POLICY] == POLICY_ARC and lst[nd] == T1 and ref[nd] >= 0:  # A3: ready T1 -> T2
-        lst[nd] = T2
-        meta[N1] -= 1
-        meta[N1 + 1] += 1
-        h = 1
-    ts[nd] = meta[CLOCK]
-    hpos[nd] = IN_LIST
-    l_append(bprev, bnext, meta, h, nd)
-
-
-@kernel()
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
 def _touch_ghost(meta, pf, gprev, gnext, nd, g):  # type: ignore[no-untyped-def]
     """A3: a hit on ghost list ``g`` adapts ``p`` (B1 grows it, B2 shrinks it); the ghost
     becomes its list's most recent."""
@@ -194,15 +174,32 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
     if w < 0:
         return w
     tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    arc = meta[POLICY] == POLICY_ARC
+    # One loop, no per-block helper call: each array passed to a compiled call costs a
+    # reference-count round trip, per block here (measured: ~20 ns/block more).
     for i in range(n - 1, -1, -1):  # P4: last to first
         nd = nodes[i]
         if nd < 0:
             continue
         kind = lst[nd]
-        if kind == T1 or kind == T2:
-            _touch_block(meta, ts, ref, hts, hnode, hpos, lst, bprev, bnext, nd)
-        elif kind == B1 or kind == B2:
+        if kind == B1 or kind == B2:
             _touch_ghost(meta, pf, gprev, gnext, nd, kind - B1)
+            continue
+        h = kind - T1
+        meta[CLOCK] += 1
+        if hpos[nd] == IN_LIST:
+            l_unlink(bprev, bnext, meta, h, nd)
+        elif hpos[nd] >= 0:
+            heap_remove(hts, hnode, hpos, meta, h, nd)
+        if arc and kind == T1 and ref[nd] >= 0:  # A3: ready T1 -> T2
+            lst[nd] = T2
+            meta[N1] -= 1
+            meta[N1 + 1] += 1
+            h = 1
+        # L2, A3: the most recent end of T2 (or of T1 for a pending T1 block)
+        ts[nd] = meta[CLOCK]
+        hpos[nd] = IN_LIST
+        l_append(bprev, bnext, meta, h, nd)
     return 0
 
 

@@ -16,7 +16,7 @@ from .table import _P1, _U32, find, home
 __all__ = ["prepare_store"]
 
 
-@kernel()
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
 def _same_row(q, lens, i, j):  # type: ignore[no-untyped-def]
     """Batch hashes ``i`` and ``j`` are equal."""
     if lens[j] != lens[i]:
@@ -54,28 +54,18 @@ def select_absent(nodes, lst, tags, q, lens, n, out_idx):  # type: ignore[no-unt
     return m
 
 
-@kernel()
-def _new_block(keys, meta, ts, ref, hpos, free, lst, bprev, bnext, q, i, length):  # type: ignore[no-untyped-def]
-    """M5.2: a pending block for batch hash ``i`` at the most recent end of T1 (L1, A2)."""
-    meta[NFREE] -= 1
-    b = free[meta[NFREE]]
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
+def _copy_key(keys, b, q, i, length):  # type: ignore[no-untyped-def]
+    """Row ``b`` of ``keys`` := ``[length, words of batch hash i, zeros]``."""
     keys[b, 0] = np.uint64(length)
     nw = (length + 7) // 8
     for j in range(nw):
         keys[b, 1 + j] = q[i, j]
     for j in range(1 + nw, keys.shape[1]):
         keys[b, j] = 0
-    lst[b] = T1
-    ref[b] = -1
-    meta[CLOCK] += 1
-    ts[b] = meta[CLOCK]
-    hpos[b] = IN_LIST
-    l_append(bprev, bnext, meta, 0, b)
-    meta[N1] += 1
-    return b
 
 
-@kernel()
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
 def _index(table, shift, tag, start, b):  # type: ignore[no-untyped-def]
     """Put block ``b`` under ``tag`` in the first empty slot from ``start`` on."""
     tmask = table.shape[0] - 1
@@ -98,7 +88,18 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
             if g >= 0:
                 g_drop(table, meta, lst, gprev, gnext, gfree, ghost_tags(a32, meta), g, s)
             moved = True
-        b = _new_block(keys, meta, ts, ref, hpos, free, lst, bprev, bnext, q, i, lens[i])
+        # M5.2: a pending block at the most recent end of T1 (L1, A2); written out here,
+        # not in a helper: each array passed to a compiled call costs a ref-count round trip
+        meta[NFREE] -= 1
+        b = free[meta[NFREE]]
+        _copy_key(keys, b, q, i, lens[i])
+        lst[b] = T1
+        ref[b] = -1
+        meta[CLOCK] += 1
+        ts[b] = meta[CLOCK]
+        hpos[b] = IN_LIST
+        l_append(bprev, bnext, meta, 0, b)
+        meta[N1] += 1
         # The hash is absent: its slot is the first empty one of its probe. Without deletes
         # since ``find_all``, that is at or after the probe's end found then (inserts only
         # fill slots); otherwise probe again from the home slot.
