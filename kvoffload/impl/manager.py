@@ -52,6 +52,7 @@ from .core.layout import (
     span,
     table_size,
 )
+from .core.rows import pack
 from .core.cpython import LAYOUT_OK
 from .fingerprint import fingerprint_mask
 
@@ -206,16 +207,16 @@ class CPUOffloadingManager(OffloadingManager):
             return hashes, 0
         if n > self._batch:
             self._grow_batch(n)
-        op = _READY.get(name) or runtime.entry(name)
-        if self.direct:
+        op = _READY.get(name)
+        if op is not None and self.direct:  # compiled: it reads the list itself
             result: int = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
                              id(hashes), n, self._q, self._io)
             if result not in SLOW_PATH:
                 return hashes, result
-        return self._run_slow(op, name, hashes)
+        return self._run_slow(op or runtime.entry(name), name, hashes)
 
     def _run_slow(self, op: Op, name: str, hashes: list[Any]) -> tuple[list[BlockHash], int]:
-        """Checked in Python, packed with ``b"".join``: odd elements, long hashes, no layout."""
+        """Checked in Python, packed by numpy: odd elements, long hashes, no layout, the twin."""
         hashes = read_hashes(hashes)  # TypeError / ValueError, or subclasses made plain
         n = len(hashes)
         lens = [len(block_hash) for block_hash in hashes]
@@ -227,7 +228,7 @@ class CPUOffloadingManager(OffloadingManager):
             self._keys = wider
         lens_out = self._out(L.IO_LENS)
         lens_out[:n] = lens
-        (_READY.get("pack") or runtime.entry("pack"))(np.frombuffer(b"".join(hashes), np.uint8), lens_out, n, self._q)
+        pack(hashes, self._q)
         result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
                     0, n, self._q, self._io)
         if result in SLOW_PATH:  # pragma: no cover - the batch was made to fit

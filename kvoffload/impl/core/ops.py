@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .batch import pack
 from .ghosts import g_append, g_unlink
 from .heap import heap_push, heap_remove
 from .jit import kernel
@@ -45,7 +44,6 @@ from .table import CHUNK, find, find_chunk, fingerprint, table_delete, tag_of
 __all__ = [
     "complete_load",
     "lookup",
-    "pack",
     "prepare_load",
     "prepare_store",
     "store_fail",

@@ -26,7 +26,7 @@ __all__ = ["MODES", "NAMES", "READY", "compiled", "entry", "mode", "start", "twi
 
 MODES = ("background", "eager", "twin")
 #: Every entry point, in the order the background thread builds them (most used first).
-NAMES = ("lookup", "prepare_store", "store_ok", "touch", "prepare_load", "complete_load", "store_fail", "pack")
+NAMES = ("lookup", "prepare_store", "store_ok", "touch", "prepare_load", "complete_load", "store_fail")
 
 _lock = threading.Lock()
 #: Entry points compiled so far, by name (callers look here first: one dict lookup).
@@ -68,9 +68,6 @@ def _signature(name: str) -> tuple[Any, ...]:
     from numba import typeof as numba_typeof
 
     typeof: Callable[[Any], Any] = numba_typeof
-    if name == "pack":
-        buf = np.frombuffer(b"x", np.uint8)  # read-only, as from ``b"".join``
-        return (typeof(buf), typeof(np.zeros(1, np.int64)), typeof(0), typeof(np.zeros((1, 1), np.uint64)))
     u64, i64 = np.zeros(1, np.uint64), np.zeros(1, np.int64)
     arrays = (u64, np.zeros((1, 1), np.uint64), i64, np.zeros(1, np.int32), np.zeros(1, np.int8), np.zeros(1))
     return (*map(typeof, arrays), typeof(0), typeof(0), typeof(np.zeros((1, 1), np.uint64)), typeof(i64))
