@@ -34,6 +34,8 @@ from .layout import (
     GHOST_SIZE,
     HS0,
     LIST_HEAD,
+    LIST_T1,
+    LIST_T2,
     N1,
     NFREE,
     NGFREE,
@@ -119,17 +121,17 @@ def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, 
 def pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """P5: the policy's next victim ``(node, list id, ns, nl)``; LRU: the oldest of its list;
     ARC (A4): T1's oldest while |T1| (less victims taken from it) >= floor(p), else T2's."""
-    e1 = meta[lslot(0, LIST_HEAD)]
-    if e1 < 0 or ref[e1] != 0 or prot[e1] != 0 or meta[HS0] != 0:  # not the plain list pop
-        e1, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, 0, side, ns, lside, nl)
+    e1 = meta[lslot(LIST_T1, LIST_HEAD)]
+    if e1 < 0 or ref[e1] != 0 or prot[e1] != 0 or meta[HS0 + LIST_T1] != 0:  # not the plain list pop
+        e1, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl)
     if meta[POLICY] != POLICY_ARC:
-        return e1, 0, ns, nl
-    if e1 >= 0 and meta[N1] - t1_taken >= target:
-        return e1, 0, ns, nl
-    e2, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, 1, side, ns, lside, nl)
+        return e1, LIST_T1, ns, nl
+    if e1 >= 0 and meta[N1 + LIST_T1] - t1_taken >= target:
+        return e1, LIST_T1, ns, nl
+    e2, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl)
     if e1 >= 0 and e2 < 0:
-        return e1, 0, ns, nl
-    return e2, 1, ns, nl
+        return e1, LIST_T1, ns, nl
+    return e2, LIST_T2, ns, nl
 
 
 @kernel()
@@ -145,15 +147,16 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
     target = np.floor(pf[0])
     arc = meta[POLICY] == POLICY_ARC
     for k in range(n):
-        e1 = meta[lslot(0, LIST_HEAD)]
+        e1 = meta[lslot(LIST_T1, LIST_HEAD)]
         # The steady state, without a call: T1's (LRU's) head is idle, unprotected, no heap
         # competes, and (ARC) T1 is at or above its target. Each array passed to a compiled
         # call costs a ref-count round trip, per victim here.
-        if e1 >= 0 and ref[e1] == 0 and prot[e1] == 0 and meta[HS0] == 0 and (not arc or meta[N1] - t1_taken >= target):
-            victim, h = e1, 0
+        if e1 >= 0 and ref[e1] == 0 and prot[e1] == 0 and meta[HS0 + LIST_T1] == 0 and (not arc or meta[N1 + LIST_T1] - t1_taken >= target):
+            victim, h = e1, LIST_T1
         else:
             victim, h, ns, nl = pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl)
-        t1_taken += 1 - h
+        if h == LIST_T1:
+            t1_taken += 1
         if hpos[victim] >= 0:
             heap_remove(hts, hnode, hpos, meta, h, victim)
         else:

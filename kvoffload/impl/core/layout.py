@@ -38,6 +38,8 @@ B2 = 4  # ARC's ghost list B2 (evicted from T2)
 #: Recency list id ``h`` of a live kind (T1 -> 0, T2 -> 1): ``kind - T1``;
 #: ghost list id ``g`` of a ghost kind (B1 -> 0, B2 -> 1): ``kind - B1``.
 LIST_COUNT = 2
+LIST_T1 = T1 - T1  # recency list id of T1 (LRU's list)
+LIST_T2 = T2 - T1  # recency list id of T2
 
 # --------------------------------------------------------------------- policies (meta[POLICY])
 POLICY_LRU = 0  # one recency list (T1), no ghosts

@@ -24,6 +24,8 @@ from .layout import (
     FPMASK,
     GHOST_SIZE,
     IN_LIST,
+    LIST_T1,
+    LIST_T2,
     MISS,
     N1,
     NFREE,
@@ -191,9 +193,9 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
             heap_remove(hts, hnode, hpos, meta, h, nd)
         if arc and kind == T1 and ref[nd] >= 0:  # A3: ready T1 -> T2
             lst[nd] = T2
-            meta[N1] -= 1
-            meta[N1 + 1] += 1
-            h = 1
+            meta[N1 + LIST_T1] -= 1
+            meta[N1 + LIST_T2] += 1
+            h = LIST_T2
         # L2, A3: the most recent end of T2 (or of T1 for a pending T1 block)
         ts[nd] = meta[CLOCK]
         hpos[nd] = IN_LIST

@@ -8,7 +8,7 @@ import numpy as np
 from .evict import evict
 from .ghosts import g_drop
 from .jit import kernel
-from .layout import CLOCK, IN_LIST, KEYS_NARROW, N1, NFREE, REFUSED, SHIFT, T1, T2
+from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, N1, NFREE, REFUSED, SHIFT, T1, T2
 from .lists import l_append
 from .state import find_all, ghost_tags, load, unpack, unpack_io
 from .table import _P1, _U32, find, home
@@ -98,8 +98,8 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
         meta[CLOCK] += 1
         ts[b] = meta[CLOCK]
         hpos[b] = IN_LIST
-        l_append(bprev, bnext, meta, 0, b)
-        meta[N1] += 1
+        l_append(bprev, bnext, meta, LIST_T1, b)
+        meta[N1 + LIST_T1] += 1
         # The hash is absent: its slot is the first empty one of its probe. Without deletes
         # since ``find_all``, that is at or after the probe's end found then (inserts only
         # fill slots); otherwise probe again from the home slot.
