@@ -6,7 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NUMBA_CACHE_DIR="$(mktemp -d)"
-export NUMBA_CACHE_DIR NUMBA_BOUNDSCHECK=1
+# eager: every call runs compiled code (kvoffload.impl.core.runtime), never the
+# plain-Python twin that answers while the core compiles in the background.
+KVOFFLOAD_COMPILE=eager
+export NUMBA_CACHE_DIR NUMBA_BOUNDSCHECK=1 KVOFFLOAD_COMPILE
 trap 'rm -rf "$NUMBA_CACHE_DIR"' EXIT
 python - <<'PY'
 import numpy as np

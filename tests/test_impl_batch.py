@@ -1,4 +1,4 @@
-"""The compiled batch readers (``_batch``, ``_pyobj``): exact words and lengths, and a
+"""The compiled batch readers (``core.batch``, ``core.pyobj``): exact words and lengths, and a
 refusal (no write outside the scratch) for anything but non-empty plain ``bytes``."""
 
 from __future__ import annotations
@@ -9,7 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-from kvoffload.impl import CPUOffloadingManager, _batch, _pyobj
+from kvoffload.impl import CPUOffloadingManager
+from kvoffload.impl.core import batch as _batch
+from kvoffload.impl.core import rows
+from kvoffload.impl.core import cpython as _pyobj
 
 
 def words(block_hash: bytes) -> list[int]:
@@ -23,7 +26,7 @@ def test_layout_is_recognised_on_cpython() -> None:
 
 
 @pytest.mark.skipif(not _pyobj.LAYOUT_OK, reason="no CPython object layout")
-def test_gather_matches_pack_on_random_lengths() -> None:
+def test_gather_matches_numpy_pack_on_random_lengths() -> None:
     rng = random.Random(3)
     for _ in range(50):
         hashes = [rng.randbytes(rng.randint(1, 70)) for _ in range(rng.randint(1, 40))]
@@ -32,10 +35,8 @@ def test_gather_matches_pack_on_random_lengths() -> None:
         widest = _batch.gather(id(hashes), len(hashes), q1, lens1, id(bytes))
         assert widest == max((len(h) + 7) // 8 for h in hashes)
         q2 = np.zeros((64, 9), np.uint64)
-        lens2 = np.zeros(64, np.int64)
-        lens2[: len(hashes)] = [len(h) for h in hashes]
-        _batch.pack(np.frombuffer(b"".join(hashes), np.uint8), lens2, len(hashes), q2)
-        assert lens1[: len(hashes)].tolist() == lens2[: len(hashes)].tolist()
+        rows.pack(hashes, q2)
+        assert lens1[: len(hashes)].tolist() == [len(h) for h in hashes]
         for i, h in enumerate(hashes):
             nw = (len(h) + 7) // 8
             assert q1[i, :nw].tolist() == words(h) == q2[i, :nw].tolist()

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from kvoffload.impl import CPUOffloadingManager
-from kvoffload.impl._layout import HS0
+from kvoffload.impl.core.layout import HS0
 from kvoffload.spec import ContractViolation, ReferenceManager
 
 def outcome(call: Any) -> tuple[str, Any]:

@@ -2,8 +2,8 @@
 
 Python does what only Python can (reading the argument once, type checks, building the
 result lists and events); every lookup, ref-count change, eviction decision and list
-update happens in one compiled call per method (one entry point of ``_core`` each), a whole batch at a
-time. Behaviour is identical to ``kvoffload.spec.ReferenceManager`` of the same policy,
+update happens in one compiled call per method (one entry point of ``core.ops`` each), a whole
+batch at a time. Behaviour is identical to ``kvoffload.spec.ReferenceManager`` of the same policy,
 block ids aside.
 """
 
@@ -27,30 +27,38 @@ from ..spec.types import (
     OffloadingEvent,
     PrepareStoreOutput,
 )
-from . import _core
-from ._batch import GATHER_BAD
-from ._layout import (
-    ARC,
-    BYTES_TYPE,
+from .core import layout as L
+from .core import runtime
+from .core.layout import (
     CAP,
     ELIG,
+    FIELDS,
     FPMASK,
-    HEAD0,
+    GHOST_HEAD,
+    GHOST_SIZE,
+    GHOST_TAIL,
     HS0,
-    LHEAD0,
-    META_SIZE,
+    LIST_HEAD,
+    LIST_TAIL,
     N1,
     NFREE,
     NGFREE,
     NODES,
+    POLICIES,
     SHIFT,
+    SLOW_PATH,
+    ghost_slot,
+    list_slot,
+    span,
+    table_size,
 )
-from ._pyobj import LAYOUT_OK
+from .core.rows import pack
+from .core.cpython import LAYOUT_OK
 from .fingerprint import fingerprint_mask
 
 __all__ = ["CPUOffloadingManager", "MANAGER_POLICIES"]
 
-MANAGER_POLICIES = ("lru", "arc")
+MANAGER_POLICIES = tuple(POLICIES)
 _MAX_NODES = 2**31 - 2
 _NOT_BYTES = (bytes, bytearray, memoryview, str)
 _KEY_WORDS = 5  # [length, 4 words]: 32-byte hashes; rows widen when longer hashes come
@@ -58,6 +66,7 @@ _Q_WORDS = 5  # batch rows: up to 40-byte hashes before the scratch widens
 
 I64 = npt.NDArray[np.int64]
 Op = Callable[..., int]
+_READY = runtime.READY
 
 
 def _pick(hashes: list[BlockHash], idx: I64, count: int) -> list[BlockHash]:
@@ -80,8 +89,8 @@ class CPUOffloadingManager(OffloadingManager):
     ``[0, num_blocks)``.
 
     Each call reads its argument once into a list (M0; a ``list`` argument is used as
-    it is), then runs one compiled entry point of ``_core`` that reads the list's
-    elements itself (``_pyobj``), checks them, and does the whole batch. Anything
+    it is), then runs one compiled entry point of ``core.ops`` that reads the list's
+    elements itself (``core.pyobj``), checks them, and does the whole batch. Anything
     unusual (an element that is not exactly ``bytes``, an empty or unusually long
     hash, an interpreter without the expected object layout) takes the slow path:
     ``read_hashes`` (the contract's errors; ``bytes`` subclasses copied to plain bytes)
@@ -106,8 +115,8 @@ class CPUOffloadingManager(OffloadingManager):
         if not isinstance(policy, str) or policy not in MANAGER_POLICIES:
             raise ValueError(f"policy={policy!r} is not one of {sorted(MANAGER_POLICIES)}")
         self.policy = policy
-        arc = policy == "arc"
-        nodes = self.num_blocks * (3 if arc else 1)
+        code, ghosts_per_block = POLICIES[policy]
+        nodes = self.num_blocks * (1 + ghosts_per_block)
         if nodes > _MAX_NODES:
             raise ValueError(f"S4: num_blocks={num_blocks!r} is too large for this manager")
         self.fingerprint = fingerprint
@@ -115,45 +124,50 @@ class CPUOffloadingManager(OffloadingManager):
         self.enable_events = bool(enable_events)
         self._events: list[OffloadingEvent] = []
         cap = self.num_blocks
-        ghosts = 2 * cap if arc else 0
-        size = _core.table_size(nodes)
-        n64, n32, n8 = _core.arena_sizes(cap, ghosts)
+        ghosts = ghosts_per_block * cap
+        size = table_size(nodes)
+        n64, n32, n8 = L.arena_sizes(cap, ghosts)
         self._table = np.zeros(size, np.uint64)
         self._keys = np.zeros((nodes, _KEY_WORDS), np.uint64)
         self._a64 = np.zeros(n64, np.int64)
         self._a32 = np.zeros(n32, np.int32)
         self._a8 = np.zeros(n8, np.int8)
         self._pf = np.zeros(1, np.float64)
-        meta = self._a64[:META_SIZE]
+        arenas = (self._a64, self._a32, self._a8)
+        # Named views of the arenas (same memory): initial values, introspection.
+        view = {name: arenas[L.ARENA_OF[name]][slice(*span(FIELDS[name], cap, ghosts))] for name in FIELDS}
+        meta = view["meta"]
         meta[NFREE] = cap
         meta[CAP] = cap
         meta[NODES] = nodes
-        meta[ARC] = int(arc)
+        meta[L.POLICY] = code
         meta[SHIFT] = 64 - (size.bit_length() - 1)
-        meta[HEAD0 : HEAD0 + 6] = [-1, -1, 0, -1, -1, 0]
-        meta[LHEAD0 : LHEAD0 + 4] = -1  # recency lists LRU/T1 and T2: empty
+        for h in range(L.LIST_COUNT):
+            meta[list_slot(h, LIST_HEAD)] = meta[list_slot(h, LIST_TAIL)] = -1  # recency lists: empty
+            meta[ghost_slot(h, GHOST_HEAD)] = meta[ghost_slot(h, GHOST_TAIL)] = -1  # ghost lists: empty
+            meta[ghost_slot(h, GHOST_SIZE)] = 0
         meta[NGFREE] = ghosts
         meta[FPMASK] = np.array([mask], np.uint64).view(np.int64)[0]
-        meta[BYTES_TYPE] = id(bytes)
-        # Named views of the arenas (same memory), for introspection.
-        a32, c, g = self._a32, cap, ghosts
+        meta[L.BYTES_TYPE] = id(bytes)
+        for name in ("hpos", "bprev", "bnext", "gprev", "gnext"):
+            view[name][:] = -1
+        view["free"][:] = np.arange(cap - 1, -1, -1, dtype=np.int32)  # block 0 on top
+        view["gfree"][:] = np.arange(cap + ghosts - 1, cap - 1, -1, dtype=np.int32)
         self._meta = meta
-        self._ref = a32[0:c]
-        self._hpos = a32[c : 2 * c]
-        self._free = a32[3 * c : 4 * c]
-        self._bprev = a32[4 * c : 5 * c]
-        self._bnext = a32[5 * c : 6 * c]
-        self._hpos[:] = -1
-        self._free[:] = np.arange(c - 1, -1, -1, dtype=np.int32)  # block 0 on top
-        a32[4 * c : 6 * c + 2 * g] = -1  # bprev, bnext, gprev, gnext
-        a32[6 * c + 2 * g : 6 * c + 3 * g] = np.arange(3 * c - 1, c - 1, -1, dtype=np.int32)[:g]
-        self._lst = self._a8[:nodes]
+        self._ts = view["ts"]
+        self._ref = view["ref"]
+        self._hpos = view["hpos"]
+        self._free = view["free"]
+        self._bprev = view["bprev"]
+        self._bnext = view["bnext"]
+        self._lst = view["lst"]
         # The Python hash objects by block id, to hand back evicted hashes without copies.
         self._objects: npt.NDArray[np.object_] = np.empty(cap, dtype=object)
         self._batch = 0
         self._q = np.zeros((0, _Q_WORDS), np.uint64)
-        self._io = np.zeros(_core.IO_INFO, np.int64)
+        self._io = np.zeros(L.IO_INFO, np.int64)
         self._grow_batch(64)
+        runtime.start()
 
     @property
     def _state(self) -> tuple[npt.NDArray[Any], ...]:
@@ -169,15 +183,15 @@ class CPUOffloadingManager(OffloadingManager):
         if batch != self._batch or words != self._q.shape[1]:
             self._batch = batch
             self._q = np.zeros((batch, words), np.uint64)
-            self._io = np.zeros(_core.IO_INFO + 4 * batch, np.int64)
+            self._io = np.zeros(L.IO_INFO + L.IO_ARRAYS * batch, np.int64)
 
     def _out(self, k: int) -> I64:
-        """Output array ``k`` (0: lens, 1–3: out_a, out_b, out_c) of the last call."""
-        start = _core.IO_INFO + k * self._batch
+        """Per-hash array ``k`` of ``io`` (``layout.IO_LENS``, ``IO_OUT_A`` …) of the last call."""
+        start = L.IO_INFO + k * self._batch
         return self._io[start : start + self._batch]
 
-    def _run(self, op: Op, block_hashes: Iterable[bytes]) -> tuple[list[BlockHash], int]:
-        """M0, M9: read the argument once, run ``op`` on it; ``(hashes, result)``."""
+    def _run(self, name: str, block_hashes: Iterable[bytes]) -> tuple[list[BlockHash], int]:
+        """M0, M9: read the argument once, run entry point ``name`` on it; ``(hashes, result)``."""
         if type(block_hashes) is list:
             hashes: list[Any] = block_hashes
         elif isinstance(block_hashes, _NOT_BYTES):
@@ -193,53 +207,54 @@ class CPUOffloadingManager(OffloadingManager):
             return hashes, 0
         if n > self._batch:
             self._grow_batch(n)
-        if self.direct:
-            result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
-                        id(hashes), n, self._q, self._io)
-            if result > GATHER_BAD:
+        op = _READY.get(name)
+        if op is not None and self.direct:  # compiled: it reads the list itself
+            result: int = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
+                             id(hashes), n, self._q, self._io)
+            if result not in SLOW_PATH:
                 return hashes, result
-        return self._run_slow(op, hashes)
+        return self._run_slow(op or runtime.entry(name), name, hashes)
 
-    def _run_slow(self, op: Op, hashes: list[Any]) -> tuple[list[BlockHash], int]:
-        """Checked in Python, packed with ``b"".join``: odd elements, long hashes, no layout."""
+    def _run_slow(self, op: Op, name: str, hashes: list[Any]) -> tuple[list[BlockHash], int]:
+        """Checked in Python, packed by numpy: odd elements, long hashes, no layout, the twin."""
         hashes = read_hashes(hashes)  # TypeError / ValueError, or subclasses made plain
         n = len(hashes)
         lens = [len(block_hash) for block_hash in hashes]
         words = (max(lens) + 7) // 8
         self._grow_batch(n, words)
-        if op is _core.prepare_store and words + 1 > self._keys.shape[1]:
+        if name == "prepare_store" and words + 1 > self._keys.shape[1]:
             wider = np.zeros((self._keys.shape[0], words + 1), np.uint64)
             wider[:, : self._keys.shape[1]] = self._keys
             self._keys = wider
-        lens_out = self._out(0)
+        lens_out = self._out(L.IO_LENS)
         lens_out[:n] = lens
-        _core.pack(np.frombuffer(b"".join(hashes), np.uint8), lens_out, n, self._q)
+        pack(hashes, self._q)
         result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
                     0, n, self._q, self._io)
-        if result <= GATHER_BAD:  # pragma: no cover - the batch was made to fit
+        if result in SLOW_PATH:  # pragma: no cover - the batch was made to fit
             raise AssertionError(f"compiled core refused a checked batch ({result})")
         return hashes, result
 
     # -- M1 ---------------------------------------------------------------------------
     def lookup(self, block_hashes: Iterable[BlockHash]) -> int:
         """M1: length of the longest prefix of present, ready hashes; pure."""
-        return self._run(_core.lookup, block_hashes)[1]
+        return self._run("lookup", block_hashes)[1]
 
     # -- M2, M3 -----------------------------------------------------------------------
     def prepare_load(self, block_hashes: Iterable[BlockHash]) -> CPULoadStoreSpec:
         """M2: pin ready blocks (one ref per occurrence); all or nothing."""
-        hashes, result = self._run(_core.prepare_load, block_hashes)
-        if result < 0:
+        hashes, result = self._run("prepare_load", block_hashes)
+        if result == L.MISS:
             info = self._io
             block_hash = hashes[int(info[0])]
             state = "pending" if info[1] else "absent"
             raise ContractViolation("M2", f"prepare_load of {state} hash {describe_hash(block_hash)}")
-        return CPULoadStoreSpec(self._out(1)[:result].copy())
+        return CPULoadStoreSpec(self._out(L.IO_OUT_A)[:result].copy())
 
     def complete_load(self, block_hashes: Iterable[BlockHash]) -> None:
         """M3: release one ref per occurrence; all or nothing."""
-        hashes, result = self._run(_core.complete_load, block_hashes)
-        if result < 0:
+        hashes, result = self._run("complete_load", block_hashes)
+        if result == L.MISS:
             info = self._io
             block_hash = hashes[int(info[0])]
             if info[1] == 0:
@@ -254,22 +269,22 @@ class CPUOffloadingManager(OffloadingManager):
     # -- M4 ---------------------------------------------------------------------------
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
         """M4, P4: recency hint, last hash first (L2 / A3)."""
-        self._run(_core.touch, block_hashes)
+        self._run("touch", block_hashes)
 
     # -- M5 ---------------------------------------------------------------------------
     def prepare_store(self, block_hashes: Iterable[BlockHash]) -> PrepareStoreOutput | None:
         """M5: pending blocks for the absent hashes, evicting atomically, or ``None``."""
-        hashes, result = self._run(_core.prepare_store, block_hashes)
-        if result < 0:
+        hashes, result = self._run("prepare_store", block_hashes)
+        if result == L.REFUSED:
             return None
         if result == 0:
             return PrepareStoreOutput([], CPULoadStoreSpec(np.empty(0, np.int64)), [])
         victim_count = int(self._io[0])
         evicted: list[BlockHash] = []
         if victim_count:
-            evicted = self._objects[self._out(3)[:victim_count]].tolist()
-        to_store = _pick(hashes, self._out(1), result)
-        new_ids = self._out(2)[:result].copy()
+            evicted = self._objects[self._out(L.IO_OUT_C)[:victim_count]].tolist()
+        to_store = _pick(hashes, self._out(L.IO_OUT_A), result)
+        new_ids = self._out(L.IO_OUT_B)[:result].copy()
         # fromiter: numpy's list-to-object-array conversion is ~10 ns per element slower
         self._objects[new_ids] = np.fromiter(to_store, object, result) if result > 1 else to_store[0]
         if self.enable_events and evicted:
@@ -286,11 +301,11 @@ class CPUOffloadingManager(OffloadingManager):
         if not isinstance(success, bool):
             raise TypeError(f"M9: success must be a bool, got {type(success).__name__}")
         if success:
-            hashes, count = self._run(_core.store_ok, block_hashes)
+            hashes, count = self._run("store_ok", block_hashes)
             if self.enable_events and count:
-                self._queue_event(_pick(hashes, self._out(1), count), removed=False)
+                self._queue_event(_pick(hashes, self._out(L.IO_OUT_A), count), removed=False)
         else:
-            self._run(_core.store_fail, block_hashes)
+            self._run("store_fail", block_hashes)
 
     # -- M8 ---------------------------------------------------------------------------
     def take_events(self) -> Iterable[OffloadingEvent]:
@@ -316,7 +331,7 @@ class CPUOffloadingManager(OffloadingManager):
     def blocks(self) -> dict[BlockHash, BlockStatus]:
         """Every present hash and a snapshot of its block (id, ref_cnt)."""
         blk = self._lst[: self.num_blocks]
-        live = np.flatnonzero((blk == 1) | (blk == 2))
+        live = np.flatnonzero((blk == L.T1) | (blk == L.T2))
         out: dict[BlockHash, BlockStatus] = {}
         for block_id in live.tolist():
             block = BlockStatus(block_id)
@@ -344,7 +359,7 @@ class CPUOffloadingManager(OffloadingManager):
         ghosts = nodes - cap
         table = int(self._table.nbytes)
         table_ghosts = table * ghosts // nodes
-        ghost_arrays = ghosts * (4 * 4 + 1)  # gprev, gnext, gfree, gtag (int32) + lst (int8)
+        ghost_arrays = ghosts * L.GHOST_NODE_BYTES
         arenas = int(self._a64.nbytes + self._a32.nbytes + self._a8.nbytes + self._pf.nbytes)
         return {
             "state": table - table_ghosts + arenas - ghost_arrays,
@@ -358,7 +373,7 @@ class CPUOffloadingManager(OffloadingManager):
         cap = self.num_blocks
         meta, ref, hpos, free, lst, table = self._meta, self._ref, self._hpos, self._free, self._lst, self._table
         blk = lst[:cap]
-        present = (blk == 1) | (blk == 2)
+        present = (blk == L.T1) | (blk == L.T2)
         nfree = int(meta[NFREE])
         if nfree + int(present.sum()) != cap:
             raise ContractViolation("I1", f"free {nfree} + allocated {int(present.sum())} != {cap}")
@@ -369,31 +384,39 @@ class CPUOffloadingManager(OffloadingManager):
             raise ContractViolation("I2", "a ref_cnt is below -1")
         idle = present & (ref == 0)
         in_heap = present & (hpos >= 0)
-        if (in_heap & ~idle).any() or (idle & (hpos == _core.PARKED)).any():
+        if (in_heap & ~idle).any() or (idle & (hpos == L.PARKED)).any():
             raise ContractViolation("I3", "an eviction candidate is parked, or a busy block is in a heap")
         if int(meta[HS0] + meta[HS0 + 1]) != int(in_heap.sum()) or int(meta[ELIG]) != int(idle.sum()):
             raise ContractViolation("I3", "heap sizes or the candidate count disagree with the blocks")
-        ts = self._a64[META_SIZE : META_SIZE + cap]
-        for h in (0, 1):
-            want = present & (blk == h + 1) & (hpos == -1)
-            seen = np.zeros(cap, bool)
-            nd, prev, last = int(meta[LHEAD0 + 2 * h]), -1, -1
-            while nd >= 0:
-                if seen[nd] or not want[nd] or int(self._bprev[nd]) != prev or int(ts[nd]) <= last:
-                    raise ContractViolation("I3", f"recency list {h} is broken at block {nd}")
-                seen[nd] = True
-                prev, last, nd = nd, int(ts[nd]), int(self._bnext[nd])
-            if int(meta[LHEAD0 + 2 * h + 1]) != prev or not np.array_equal(seen, want):
-                raise ContractViolation("I3", f"recency list {h} does not hold exactly its blocks")
-        if int(meta[N1]) != int((blk == 1).sum()) or int(meta[N1 + 1]) != int((blk == 2).sum()):
+        for h in range(L.LIST_COUNT):
+            self._check_list(h, present & (blk == L.T1 + h) & (hpos == L.IN_LIST))
+        if int(meta[N1]) != int((blk == L.T1).sum()) or int(meta[N1 + 1]) != int((blk == L.T2).sum()):
             raise ContractViolation("I1", "list sizes disagree with the blocks")
-        ghosts = int((lst[cap:] >= 3).sum())
+        ghosts = int(((lst[cap:] == L.B1) | (lst[cap:] == L.B2)).sum())
         if self.policy == "arc":
-            for g in (0, 1):
-                size = int(meta[HEAD0 + 3 * g + 2])
-                if size > cap or size != int((lst[cap:] == 3 + g).sum()):
-                    raise ContractViolation("A5", f"ghost list B{g + 1} has a bad size {size}")
-            if not 0.0 <= float(self._pf[0]) <= cap:
-                raise ContractViolation("A3", f"p={float(self._pf[0])} outside [0, {cap}]")
+            self._check_ghosts()
         if int((table != 0).sum()) != int(present.sum()) + ghosts:
             raise ContractViolation("I8", "the table does not index exactly the present hashes and ghosts")
+
+    def _check_list(self, h: int, want: npt.NDArray[np.bool_]) -> None:
+        """I3: recency list ``h`` links exactly the blocks ``want``, in increasing stamps."""
+        meta, ts, cap = self._meta, self._ts, self.num_blocks
+        seen = np.zeros(cap, bool)
+        nd, prev, last = int(meta[list_slot(h, LIST_HEAD)]), -1, -1
+        while nd >= 0:
+            if seen[nd] or not want[nd] or int(self._bprev[nd]) != prev or int(ts[nd]) <= last:
+                raise ContractViolation("I3", f"recency list {h} is broken at block {nd}")
+            seen[nd] = True
+            prev, last, nd = nd, int(ts[nd]), int(self._bnext[nd])
+        if int(meta[list_slot(h, LIST_TAIL)]) != prev or not np.array_equal(seen, want):
+            raise ContractViolation("I3", f"recency list {h} does not hold exactly its blocks")
+
+    def _check_ghosts(self) -> None:
+        """A5, A3: ghost list sizes within the capacity and matching the nodes; p in [0, C]."""
+        cap, lst = self.num_blocks, self._lst
+        for g in range(L.LIST_COUNT):
+            size = int(self._meta[ghost_slot(g, GHOST_SIZE)])
+            if size > cap or size != int((lst[cap:] == L.B1 + g).sum()):
+                raise ContractViolation("A5", f"ghost list B{g + 1} has a bad size {size}")
+        if not 0.0 <= float(self._pf[0]) <= cap:
+            raise ContractViolation("A3", f"p={float(self._pf[0])} outside [0, {cap}]")

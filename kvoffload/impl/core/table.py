@@ -12,10 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from llvmlite import ir  # type: ignore[import-untyped]
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+
+from .jit import TWIN, kernel
 
 _P1 = np.uint64(0x9E3779B97F4A7C15)
 _P2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -25,35 +23,48 @@ _U32 = np.uint64(32)
 CHUNK = 32  # hashes per software-pipelined group (prefetch, then probe)
 
 
-@intrinsic
-def _prefetch_impl(typingctx, ary, i):  # type: ignore[no-untyped-def]
-    """Prefetch the cache line of row/element ``i`` of ``ary`` (a hint: never faults)."""
-    if not isinstance(ary, types.Array) or not isinstance(i, types.Integer):
-        return None
-    sig = types.void(ary, i)
+def _compiled_prefetch() -> Any:
+    """``prefetch(array, i)`` for compiled code: an LLVM prefetch of that element's line."""
+    from llvmlite import ir  # type: ignore[import-untyped]
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        a = context.make_array(signature.args[0])(context, builder, args[0])
-        idx = context.cast(builder, args[1], signature.args[1], types.intp)
-        stride = builder.extract_value(a.strides, 0)
-        i64 = ir.IntType(64)
-        addr = builder.add(builder.ptrtoint(a.data, i64), builder.mul(idx, stride))
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        name = "llvm.prefetch." + ("p0" if str(i8p) == "ptr" else "p0i8")  # opaque or typed pointers
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), name)  # type: ignore[no-untyped-call]
-        builder.call(fn, [builder.inttoptr(addr, i8p), i32(0), i32(3), i32(1)])
-        return context.get_dummy_value()
+    @intrinsic
+    def _prefetch_impl(typingctx, ary, i):  # type: ignore[no-untyped-def]
+        """Prefetch the cache line of row/element ``i`` of ``ary`` (a hint: never faults)."""
+        if not isinstance(ary, types.Array) or not isinstance(i, types.Integer):
+            return None
+        sig = types.void(ary, i)
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            a = context.make_array(signature.args[0])(context, builder, args[0])
+            idx = context.cast(builder, args[1], signature.args[1], types.intp)
+            stride = builder.extract_value(a.strides, 0)
+            i64 = ir.IntType(64)
+            addr = builder.add(builder.ptrtoint(a.data, i64), builder.mul(idx, stride))
+            i8p = ir.IntType(8).as_pointer()
+            i32 = ir.IntType(32)
+            name = "llvm.prefetch." + ("p0" if str(i8p) == "ptr" else "p0i8")  # opaque or typed pointers
+            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), name)  # type: ignore[no-untyped-call]
+            builder.call(fn, [builder.inttoptr(addr, i8p), i32(0), i32(3), i32(1)])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return _prefetch_impl
 
 
-#: ``prefetch(array, i)`` in compiled code (typed ``Any`` for mypy: numba intrinsics are untyped).
-prefetch: Any = _prefetch_impl
+def _twin_prefetch(ary: Any, i: Any) -> None:
+    """The twin's ``prefetch``: a hint, so nothing."""
 
 
-@njit(cache=True, inline="always")  # numba IR inlining: LLVM left it a call (~4 ns per hash)
-def _fingerprint(words, row, col0, length, mask):  # type: ignore[no-untyped-def]
+#: ``prefetch(array, i)`` (typed ``Any`` for mypy: numba intrinsics are untyped).
+prefetch: Any = _twin_prefetch if TWIN else _compiled_prefetch()
+
+
+@kernel(inline="always")  # numba IR inlining: LLVM left it a call (~4 ns per hash)
+def fingerprint(words, row, col0, length, mask):  # type: ignore[no-untyped-def]
     """64-bit fingerprint of one hash (``words[row, col0:]``, ``length`` bytes)."""
     acc = np.uint64(length) * _P1
     nw = (length + 7) // 8
@@ -68,18 +79,18 @@ def _fingerprint(words, row, col0, length, mask):  # type: ignore[no-untyped-def
     return acc & mask
 
 
-@njit(cache=True)
-def _tag(fp):  # type: ignore[no-untyped-def]
+@kernel()
+def tag_of(fp):  # type: ignore[no-untyped-def]
     return ((fp >> _U32) ^ fp) & _LO32
 
 
-@njit(cache=True)
-def _home(tag, shift, tmask):  # type: ignore[no-untyped-def]
+@kernel()
+def home(tag, shift, tmask):  # type: ignore[no-untyped-def]
     return np.int64(((tag * _P1) >> shift) & tmask)
 
 
-@njit(cache=True)
-def _same_key(keys, nd, q, i, length):  # type: ignore[no-untyped-def]
+@kernel()
+def same_key(keys, nd, q, i, length):  # type: ignore[no-untyped-def]
     """Full comparison of stored hash ``nd`` and batch hash ``i`` (I8)."""
     if keys[nd, 0] != np.uint64(length):
         return False
@@ -89,40 +100,40 @@ def _same_key(keys, nd, q, i, length):  # type: ignore[no-untyped-def]
     return True
 
 
-@njit(cache=True)
-def _find(table, keys, shift, q, i, length, tag):  # type: ignore[no-untyped-def]
+@kernel()
+def find(table, keys, shift, q, i, length, tag):  # type: ignore[no-untyped-def]
     """(slot, node) of batch hash ``i``; node -1 and the empty slot ending the probe if absent."""
     m = table.shape[0] - 1
-    s = _home(tag, shift, np.uint64(m))
+    s = home(tag, shift, np.uint64(m))
     while True:
         v = table[s]
         if v == 0:
             return s, -1
         if (v >> _U32) == tag:
             nd = np.int64(v & _LO32) - 1
-            if _same_key(keys, nd, q, i, length):
+            if same_key(keys, nd, q, i, length):
                 return s, nd
         s = (s + 1) & m
 
 
-@njit(cache=True)
-def _node_tag(keys, nd, mask):  # type: ignore[no-untyped-def]
+@kernel()
+def node_tag(keys, nd, mask):  # type: ignore[no-untyped-def]
     length = np.int64(keys[nd, 0])
-    return _tag(_fingerprint(keys, nd, 1, length, mask))
+    return tag_of(fingerprint(keys, nd, 1, length, mask))
 
 
-@njit(cache=True)
-def _slot_of(table, shift, tag, nd):  # type: ignore[no-untyped-def]
+@kernel()
+def slot_of(table, shift, tag, nd):  # type: ignore[no-untyped-def]
     m = table.shape[0] - 1
-    s = _home(tag, shift, np.uint64(m))
+    s = home(tag, shift, np.uint64(m))
     want = np.uint64(nd + 1)
     while (table[s] & _LO32) != want:
         s = (s + 1) & m
     return s
 
 
-@njit(cache=True)
-def _table_delete(table, shift, s):  # type: ignore[no-untyped-def]
+@kernel()
+def table_delete(table, shift, s):  # type: ignore[no-untyped-def]
     """Remove slot ``s``, shifting later entries of its cluster back (no tombstones)."""
     m = table.shape[0] - 1
     tm = np.uint64(m)
@@ -133,7 +144,7 @@ def _table_delete(table, shift, s):  # type: ignore[no-untyped-def]
         v = table[j]
         if v == 0:
             break
-        k = _home(v >> _U32, shift, tm)
+        k = home(v >> _U32, shift, tm)
         if i <= j:
             if i < k and k <= j:
                 continue
@@ -144,24 +155,22 @@ def _table_delete(table, shift, s):  # type: ignore[no-untyped-def]
     table[i] = 0
 
 
-
-
-@njit(cache=True)
-def _find_chunk(table, keys, shift, mask, q, lens, lo, hi, tags, nodes, slots, lst, ref):  # type: ignore[no-untyped-def]
-    """``_find`` for batch hashes ``lo … hi-1`` (at most ``CHUNK``), overlapping cache misses.
+@kernel()
+def find_chunk(table, keys, shift, mask, q, lens, lo, hi, tags, nodes, slots, lst, ref):  # type: ignore[no-untyped-def]
+    """``find`` for batch hashes ``lo … hi-1`` (at most ``CHUNK``), overlapping cache misses.
 
     Three passes: fingerprints and home slots (prefetching the table), the probe up to the
     first tag match (prefetching that node's key row), then the full comparison, which
-    resumes the probe exactly where it stopped. Same answers as ``_find``: ``tags``,
+    resumes the probe exactly where it stopped. Same answers as ``find``: ``tags``,
     ``nodes`` (-1: absent) and ``slots`` (the node's slot, or the empty slot ending the probe).
     ``lst`` and ``ref`` (per-node arrays the caller reads next) are prefetched too.
     """
     m = table.shape[0] - 1
     tm = np.uint64(m)
     for i in range(lo, hi):
-        t = _tag(_fingerprint(q, i, 0, lens[i], mask))
+        t = tag_of(fingerprint(q, i, 0, lens[i], mask))
         tags[i] = t
-        s = _home(t, shift, tm)
+        s = home(t, shift, tm)
         slots[i] = s
         prefetch(table, s)
     for i in range(lo, hi):
@@ -188,7 +197,7 @@ def _find_chunk(table, keys, shift, mask, q, lens, lo, hi, tags, nodes, slots, l
                 break
             if (v >> _U32) == t:
                 c = np.int64(v & _LO32) - 1
-                if _same_key(keys, c, q, i, lens[i]):
+                if same_key(keys, c, q, i, lens[i]):
                     nd = c
                     break
             s = (s + 1) & m

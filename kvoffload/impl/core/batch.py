@@ -2,23 +2,21 @@
 
 ``q[i, :(lens[i] + 7) // 8]`` holds hash ``i`` zero padded; ``lens[i]`` its length in
 bytes. Two sources: the caller's ``list`` itself (:func:`gather`, see ``_pyobj``) or
-the hashes joined back to back in a ``uint8`` buffer (:func:`pack`, the portable path).
+the hashes packed by numpy (``rows.pack``, the portable path).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from ._pyobj import BYTES_DATA, LIST_ITEMS, OB_SIZE, OB_TYPE, peek
+from .jit import kernel
+from .layout import GATHER_BAD, GATHER_WIDE
+from .pyobj import BYTES_DATA, LIST_ITEMS, OB_SIZE, OB_TYPE, peek
 
-__all__ = ["GATHER_BAD", "GATHER_WIDE", "gather", "pack"]
-
-GATHER_BAD = -100  # an element is not exactly bytes, is empty, or is oddly placed
-GATHER_WIDE = -101  # a hash has more words than ``q`` has columns
+__all__ = ["GATHER_BAD", "GATHER_WIDE", "gather"]
 
 
-@njit(cache=True)
+@kernel()
 def gather(addr, n, q, lens, bytes_type):  # type: ignore[no-untyped-def]
     """Read ``n`` elements of the list at ``addr`` into ``q``/``lens``; 0 or a GATHER_ code.
 
@@ -52,27 +50,3 @@ def gather(addr, n, q, lens, bytes_type):  # type: ignore[no-untyped-def]
         q[i, nw - 1] = last
         lens[i] = length
     return widest
-
-
-@njit(cache=True)
-def pack(buf, lens, n, q):  # type: ignore[no-untyped-def]
-    """Hashes back to back in ``buf`` (``lens[:n]`` bytes each, validated by the caller) into ``q``."""
-    off = 0
-    for i in range(n):
-        length = lens[i]
-        full = length // 8
-        for j in range(full):
-            b = off + 8 * j
-            w = np.uint64(0)
-            for k in range(8):
-                w |= np.uint64(buf[b + k]) << np.uint64(8 * k)
-            q[i, j] = w
-        rest = length - 8 * full
-        if rest:
-            w = np.uint64(0)
-            b = off + 8 * full
-            for k in range(rest):
-                w |= np.uint64(buf[b + k]) << np.uint64(8 * k)
-            q[i, full] = w
-        off += length
-    return 0

@@ -1,0 +1,262 @@
+"""Eviction for ``prepare_store`` (P5, L3, A4, A5; M5.4, I6, I7), in the contract's steps.
+
+1. :func:`protect` the batch's own present blocks (a store never evicts them) and refuse
+   before anything moves if fewer than the needed blocks are evictable (M5.4, I7);
+2. :func:`choose_victims`: the policy's victim, one at a time (:func:`pick_victim`, the
+   one place a new policy plugs in), taken out of its list or heap;
+3. :func:`apply_victims`: free each victim's block, LRU forgets its hash, ARC keeps it
+   as a ghost of B1 / B2 and trims that list to the capacity (A5).
+
+Each present block is in one of three places, told by ``hpos``: ``IN_LIST`` (its recency
+list, in stamp order), ``PARKED`` (out of every structure: met at a list's head while
+pending or in use, or taken out of the heap by ``prepare_load``), or ``>= 0`` (its list's
+*reactivated heap*, keyed by its own stamp: a parked block that became evictable again).
+The oldest eligible block of a list is the older of the list's head (after parking the
+non-evictable blocks met there; each block is parked at most once per non-evictable
+episode, so the walk is amortised O(1)) and the heap's top. Ready idle blocks are never
+parked, so the order of the eligible blocks is exactly the stamp order (L1–L3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .ghosts import g_append, g_drop, gslot
+from .heap import heap_push, heap_remove, heap_top
+from .jit import kernel
+from .layout import (
+    B1,
+    CAP,
+    ELIG,
+    FPMASK,
+    FREE,
+    GHOST_HEAD,
+    GHOST_SIZE,
+    HS0,
+    LIST_HEAD,
+    LIST_T1,
+    LIST_T2,
+    N1,
+    NFREE,
+    NGFREE,
+    PARKED,
+    POLICY,
+    POLICY_ARC,
+    SHIFT,
+    T1,
+)
+from .lists import l_prepend, l_unlink, lslot
+from .state import ghost_tags, unpack
+from .table import _LO32, _U32, CHUNK, home, node_tag, prefetch, slot_of, table_delete
+
+__all__ = ["evict"]
+
+
+# --------------------------------------------------------------------------- 1. protect
+@kernel()
+def protect(nodes, cap, lst, ref, prot):  # type: ignore[no-untyped-def]
+    """Mark the batch's present blocks unevictable (M5.4); the number of them that are idle."""
+    idle = 0
+    for i in range(nodes.shape[0]):
+        nd = nodes[i]
+        if nd >= 0 and nd < cap and lst[nd] != FREE and prot[nd] == 0:
+            prot[nd] = 1
+            if ref[nd] == 0:
+                idle += 1
+    return idle
+
+
+@kernel()
+def unprotect(nodes, cap, prot):  # type: ignore[no-untyped-def]
+    """Undo :func:`protect`."""
+    for i in range(nodes.shape[0]):
+        nd = nodes[i]
+        if nd >= 0 and nd < cap:
+            prot[nd] = 0
+
+
+# --------------------------------------------------------------------------- 2. choose
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
+def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[no-untyped-def]
+    """Least-recent unprotected block of heap ``h`` (protected tops are set aside in ``side``)."""
+    while True:
+        nd = heap_top(hnode, meta, h)
+        if nd < 0 or prot[nd] == 0:
+            return nd, ns
+        heap_remove(hts, hnode, hpos, meta, h, nd)
+        side[ns] = nd
+        ns += 1
+
+
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
+def _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl):  # type: ignore[no-untyped-def]
+    """Head of list ``h`` after parking its non-evictable head blocks (for good: they come
+    back through the heap) and setting its protected idle ones aside in ``lside``."""
+    while True:
+        nd = meta[lslot(h, LIST_HEAD)]
+        if nd < 0:
+            return nd, nl
+        if ref[nd] != 0:
+            l_unlink(bprev, bnext, meta, h, nd)
+            hpos[nd] = PARKED
+        elif prot[nd] != 0:
+            l_unlink(bprev, bnext, meta, h, nd)
+            lside[nl] = nd
+            nl += 1
+        else:
+            return nd, nl
+
+
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
+def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, lside, nl):  # type: ignore[no-untyped-def]
+    """Oldest unprotected eligible block of list ``h`` (L3, A4), or -1: ``(node, ns, nl)``."""
+    m, nl = _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl)
+    e, ns = _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns)
+    if m < 0 or (e >= 0 and ts[e] < ts[m]):
+        return e, ns, nl
+    return m, ns, nl
+
+
+@kernel(inline="always")  # per element: an out-of-line call passes every array field
+def pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl):  # type: ignore[no-untyped-def]
+    """P5: the policy's next victim ``(node, list id, ns, nl)``; LRU: the oldest of its list;
+    ARC (A4): T1's oldest while |T1| (less victims taken from it) >= floor(p), else T2's."""
+    e1 = meta[lslot(LIST_T1, LIST_HEAD)]
+    if e1 < 0 or ref[e1] != 0 or prot[e1] != 0 or meta[HS0 + LIST_T1] != 0:  # not the plain list pop
+        e1, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl)
+    if meta[POLICY] != POLICY_ARC:
+        return e1, LIST_T1, ns, nl
+    if e1 >= 0 and meta[N1 + LIST_T1] - t1_taken >= target:
+        return e1, LIST_T1, ns, nl
+    e2, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl)
+    if e1 >= 0 and e2 < 0:
+        return e1, LIST_T1, ns, nl
+    return e2, LIST_T2, ns, nl
+
+
+@kernel()
+def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # type: ignore[no-untyped-def]
+    """Take ``n`` victims out of their lists / heaps into ``out_vic`` (their list ids in
+    ``from_list``); blocks set aside on the way are put back where they were."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    side = np.empty(nprot, np.int64)
+    lside = np.empty(nprot, np.int64)
+    ns = 0
+    nl = 0
+    t1_taken = 0
+    target = np.floor(pf[0])
+    arc = meta[POLICY] == POLICY_ARC
+    for k in range(n):
+        e1 = meta[lslot(LIST_T1, LIST_HEAD)]
+        # The steady state, without a call: T1's (LRU's) head is idle, unprotected, no heap
+        # competes, and (ARC) T1 is at or above its target. Each array passed to a compiled
+        # call costs a ref-count round trip, per victim here.
+        if e1 >= 0 and ref[e1] == 0 and prot[e1] == 0 and meta[HS0 + LIST_T1] == 0 and (not arc or meta[N1 + LIST_T1] - t1_taken >= target):
+            victim, h = e1, LIST_T1
+        else:
+            victim, h, ns, nl = pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl)
+        if h == LIST_T1:
+            t1_taken += 1
+        if hpos[victim] >= 0:
+            heap_remove(hts, hnode, hpos, meta, h, victim)
+        else:
+            l_unlink(bprev, bnext, meta, h, victim)
+        out_vic[k] = victim
+        from_list[k] = h
+        prefetch(keys, victim)  # its key row is rehashed next
+    for j in range(ns):
+        heap_push(hts, hnode, hpos, ts, meta, lst[side[j]] - T1, side[j])
+    for j in range(nl - 1, -1, -1):  # protected heads back in front, in their order
+        l_prepend(bprev, bnext, meta, lst[lside[j]] - T1, lside[j])
+    meta[ELIG] -= n
+
+
+# --------------------------------------------------------------------------- 3. apply
+@kernel()
+def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, lo, hi, vtags, nxt):  # type: ignore[no-untyped-def]
+    """Rehash victims ``lo … hi-1`` into ``vtags``, prefetching their home slots and, for
+    ARC, the ghosts their trims may drop (``nxt``: the next such ghost of B1 / B2)."""
+    shift = np.uint64(meta[SHIFT])
+    tm = np.uint64(table.shape[0] - 1)
+    mask = np.uint64(meta[FPMASK])
+    for j in range(lo, hi):
+        t = node_tag(keys, out_vic[j], mask)
+        vtags[j - lo] = t
+        prefetch(table, home(t, shift, tm))
+    if meta[POLICY] != POLICY_ARC:
+        return
+    cap = meta[CAP]
+    for j in range(lo, hi):
+        g = from_list[j]
+        c = nxt[g]
+        if c < 0:
+            continue
+        x = c - cap
+        prefetch(table, home(np.uint64(gtag[x]) & _LO32, shift, tm))
+        prefetch(keys, c)
+        prefetch(lst, c)
+        prefetch(gprev, x)
+        nxt[g] = gnext[x]
+
+
+@kernel(inline="always")
+def _copy_row(keys, dst, src):  # type: ignore[no-untyped-def]
+    """Row ``dst`` of ``keys`` := row ``src``."""
+    for j in range(keys.shape[1]):
+        keys[dst, j] = keys[src, j]
+
+
+@kernel()
+def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list):  # type: ignore[no-untyped-def]
+    """Free the ``n`` chosen blocks (LRU: forget their hashes; ARC: keep them as ghosts)."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    arc = meta[POLICY] == POLICY_ARC
+    cap = meta[CAP]
+    shift = np.uint64(meta[SHIFT])
+    gtag = ghost_tags(a32, meta)
+    vtags = np.empty(min(n, CHUNK), np.uint64)
+    nxt = np.array([meta[gslot(0, GHOST_HEAD)], meta[gslot(1, GHOST_HEAD)]])  # prefetch hints only
+    for k in range(n):
+        if k % CHUNK == 0:
+            _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, k, min(k + CHUNK, n), vtags, nxt)
+        nd = out_vic[k]
+        tag = vtags[k % CHUNK]
+        s = slot_of(table, shift, tag, nd)
+        g = from_list[k]
+        meta[N1 + g] -= 1
+        if not arc:
+            table_delete(table, shift, s)
+        else:  # A5: the newest ghost of list g under its own tag (written out: see above)
+            if meta[gslot(g, GHOST_SIZE)] >= cap:  # the list is full: its oldest ghost goes
+                g_drop(table, meta, lst, gprev, gnext, gfree, gtag, meta[gslot(g, GHOST_HEAD)], -1)
+                if (table[s] & _LO32) != np.uint64(nd + 1):  # the drop shifted our slot back
+                    s = slot_of(table, shift, tag, nd)
+            meta[NGFREE] -= 1
+            gn = gfree[meta[NGFREE]]
+            gtag[gn - cap] = np.int32(tag)
+            _copy_row(keys, gn, nd)
+            table[s] = (tag << _U32) | np.uint64(gn + 1)
+            lst[gn] = B1 + g
+            g_append(gprev, gnext, meta, g, gn)
+        lst[nd] = FREE
+        ref[nd] = 0
+        free[meta[NFREE]] = nd
+        meta[NFREE] += 1
+
+
+# --------------------------------------------------------------------------- all steps
+@kernel()
+def evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no-untyped-def]
+    """Choose and apply ``n`` victims (P5, L3, A4, A5); -1 and no change if impossible (M5.4)."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    cap = meta[CAP]
+    nprot = protect(nodes, cap, lst, ref, prot)
+    if meta[ELIG] - nprot < n:  # I6: refuse before anything moves (M5.4, I7)
+        unprotect(nodes, cap, prot)
+        return -1
+    from_list = np.empty(n, np.int64)
+    choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys)
+    unprotect(nodes, cap, prot)
+    apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list)
+    return n
+

@@ -1,0 +1,29 @@
+"""How the core's functions are built: numba-compiled, or their plain-Python twin.
+
+Every module of this package is imported twice from the same files: as
+``kvoffload.impl.core.*`` (each :func:`kernel` is ``numba.njit(cache=True)``) and as
+``kvoffload.impl.core.twin.*`` (see :mod:`.twin`), where :func:`kernel` returns the
+function unchanged. The twin runs the very same code on the very same state arrays,
+without compiling anything: the manager uses it while the compiled entry points are
+being compiled (or loaded from numba's cache) in a background thread, so a first use
+does not wait for numba (issue 12, item 5). Answers are identical by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["TWIN", "kernel"]
+
+#: True in the plain-Python twin of the package.
+TWIN: bool = ".twin." in __name__
+
+
+def kernel(**options: Any) -> Callable[[Any], Any]:
+    """``@kernel()``: ``njit(cache=True, **options)``, or the function itself in the twin."""
+    if TWIN:
+        return lambda function: function
+    from numba import njit
+
+    return njit(cache=True, **options)  # type: ignore[no-any-return]

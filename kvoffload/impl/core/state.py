@@ -1,0 +1,121 @@
+"""Unpacking the state and the per-call ``io`` array into views (``layout`` says where).
+
+``q`` (uint64 rows, the batch's words) and ``io`` (int64): ``info[IO_INFO]`` |
+``lens[B]`` | ``out_a[B]`` | ``out_b[B]`` | ``out_c[B]`` for batches of up to ``B`` hashes.
+With ``addr != 0`` an entry point first reads the caller's list at ``addr`` into
+``q``/``lens`` (``batch.gather``); with ``addr == 0`` the caller packed them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .batch import GATHER_BAD, GATHER_WIDE, gather
+from .jit import kernel
+from .layout import (
+    BNEXT,
+    BPREV,
+    BYTES_TYPE,
+    CAP,
+    FPMASK,
+    FREE_STACK,
+    GFREE,
+    GNEXT,
+    GPREV,
+    GTAG,
+    HNODE,
+    HPOS,
+    HTS,
+    IO_ARRAYS,
+    IO_INFO,
+    LST,
+    META_SIZE,
+    NODES,
+    PROT,
+    REF,
+    SHIFT,
+    TS,
+    span,
+)
+from .table import CHUNK, find_chunk
+
+#: ``fspan(field, cap, ghosts)``: ``layout.span`` for compiled code.
+fspan = kernel(inline="always")(span)
+
+
+@kernel(inline="always")
+def view(arena, field, cap, ghosts):  # type: ignore[no-untyped-def]
+    """Field ``field`` (a ``layout`` constant) of ``arena``."""
+    start, stop = fspan(field, cap, ghosts)
+    return arena[start:stop]
+
+
+@kernel()
+def unpack(a64, a32, a8):  # type: ignore[no-untyped-def]
+    """Every field of the arenas, as views (layout: ``layout.FIELD_TABLE``)."""
+    meta = a64[:META_SIZE]
+    c = meta[CAP]
+    g = meta[NODES] - c
+    return (
+        meta,
+        view(a64, TS, c, g),
+        view(a64, HTS, c, g),
+        view(a32, REF, c, g),
+        view(a32, HPOS, c, g),
+        view(a32, HNODE, c, g),
+        view(a32, FREE_STACK, c, g),
+        view(a32, GPREV, c, g),
+        view(a32, GNEXT, c, g),
+        view(a32, GFREE, c, g),
+        view(a8, LST, c, g),
+        view(a8, PROT, c, g),
+        view(a32, BPREV, c, g),
+        view(a32, BNEXT, c, g),
+    )
+
+
+@kernel()
+def ghost_tags(a32, meta):  # type: ignore[no-untyped-def]
+    """The ghosts' table tags (int32 bits of the uint32 tag, by ``node - C``)."""
+    c = meta[CAP]
+    return view(a32, GTAG, c, meta[NODES] - c)
+
+
+@kernel()
+def unpack_io(io):  # type: ignore[no-untyped-def]
+    """``(info, lens, out_a, out_b, out_c)`` of ``io``."""
+    b = (io.shape[0] - IO_INFO) // IO_ARRAYS
+    o = IO_INFO
+    return io[:IO_INFO], io[o : o + b], io[o + b : o + 2 * b], io[o + 2 * b : o + 3 * b], io[o + 3 * b : o + 4 * b]
+
+
+@kernel()
+def load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
+    """Widest row in words (>= 1), or a GATHER_ code; reads the list at ``addr`` if non-zero."""
+    if n > lens.shape[0] or n > q.shape[0] or n <= 0:
+        return GATHER_WIDE
+    if addr != 0:
+        return gather(addr, n, q, lens, meta[BYTES_TYPE])
+    widest = 0
+    for i in range(n):
+        if lens[i] <= 0:
+            return GATHER_BAD
+        nw = (lens[i] + 7) // 8
+        if nw > q.shape[1]:
+            return GATHER_WIDE
+        if nw > widest:
+            widest = nw
+    return widest
+
+
+@kernel()
+def find_all(table, keys, meta, lst, ref, q, lens, n):  # type: ignore[no-untyped-def]
+    """``(tags, nodes, slots)`` of the batch (``table.find_chunk``, ``CHUNK`` hashes at a time)."""
+    shift = np.uint64(meta[SHIFT])
+    mask = np.uint64(meta[FPMASK])
+    tags = np.empty(n, np.uint64)
+    nodes = np.empty(n, np.int64)
+    slots = np.empty(n, np.int64)
+    for lo in range(0, n, CHUNK):
+        find_chunk(table, keys, shift, mask, q, lens, lo, min(lo + CHUNK, n), tags, nodes, slots, lst, ref)
+    return tags, nodes, slots

@@ -1,0 +1,158 @@
+"""The compiled core's build machinery: one declared layout, a plain-Python twin that
+leaves exactly the state the compiled code leaves, and a compile cache that persists in
+the user cache directory when the package directory cannot be written (issue 12)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import kvoffload
+from kvoffload.impl import CPUOffloadingManager
+from kvoffload.impl.core import layout, runtime
+
+
+def test_layout_fields_tile_each_arena_without_gaps_or_overlaps() -> None:
+    cap, ghosts = 7, 14
+    for arena in (layout.A64, layout.A32, layout.A8):
+        spans = sorted(
+            layout.span(layout.FIELDS[name], cap, ghosts)
+            for arena_of, name, *_ in layout.FIELD_TABLE
+            if arena_of == arena
+        )
+        assert spans[0][0] == 0
+        assert all(stop == start for (_, stop), (start, _) in zip(spans, spans[1:]))
+        assert spans[-1][1] == layout.arena_sizes(cap, ghosts)[arena]
+    manager = CPUOffloadingManager(cap, policy="arc")
+    assert (manager._a64.size, manager._a32.size, manager._a8.size) == layout.arena_sizes(cap, 2 * cap)
+
+
+def test_result_codes_are_distinct_from_counts_and_each_other() -> None:
+    slow = set(layout.SLOW_PATH)
+    assert len(slow) == 3 and all(code < 0 for code in slow)
+    assert layout.MISS not in slow and layout.REFUSED not in slow
+
+
+def test_unknown_compile_mode_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KVOFFLOAD_COMPILE", "sometimes")
+    with pytest.raises(ValueError, match="KVOFFLOAD_COMPILE"):
+        runtime.mode()
+
+
+def _call(build: Any, manager: CPUOffloadingManager, hashes: list[bytes]) -> int:
+    return int(build(*manager._state, id(hashes), len(hashes), manager._q, manager._io))
+
+
+@pytest.mark.parametrize("policy", ["lru", "arc"])
+def test_twin_and_compiled_builds_answer_and_change_state_identically(policy: str) -> None:
+    """The same random calls (stores under pressure, failures, loads, touches of blocks
+    and ghosts) through the twin on one manager and the compiled code on another: every
+    result, output and state array is equal after every call."""
+    rng = random.Random(12)
+    pool = [rng.randbytes(rng.choice([8, 16, 32])) for _ in range(60)]
+    twin_side = CPUOffloadingManager(16, policy=policy)
+    compiled_side = CPUOffloadingManager(16, policy=policy)
+    pending: list[bytes] = []
+    loaded: list[bytes] = []
+    names = ["lookup", "touch", "prepare_store", "store_ok", "store_fail", "prepare_load", "complete_load"]
+    for _ in range(400):
+        name = rng.choice(names)
+        if name in ("store_ok", "store_fail"):
+            hashes = rng.sample(pending, min(len(pending), rng.randint(1, 4))) or [pool[0]]
+        elif name == "complete_load":
+            hashes = loaded[:1] or [pool[0]]
+        else:
+            hashes = [rng.choice(pool) for _ in range(rng.randint(1, 8))]
+        results = {_call(runtime.twin(name), twin_side, hashes), _call(runtime.compiled(name), compiled_side, hashes)}
+        assert len(results) == 1, (name, results)
+        for mine, theirs in zip(twin_side._state + (twin_side._io,), compiled_side._state + (compiled_side._io,)):
+            assert np.array_equal(mine, theirs), name
+        result = results.pop()
+        if name == "prepare_store" and result > 0:
+            pending += [hashes[i] for i in twin_side._out(layout.IO_OUT_A)[:result].tolist()]
+        elif name in ("store_ok", "store_fail"):
+            pending = [h for h in pending if h not in hashes]
+        elif name == "prepare_load" and result > 0:
+            loaded += hashes
+        elif name == "complete_load" and result > 0:
+            loaded.remove(hashes[0])
+    twin_side.check_invariants()
+
+
+def _run_python(code: str, env: dict[str, str], cwd: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+_FIRST_USE = """
+import json, sys
+import kvoffload.impl as impl
+m = impl.CPUOffloadingManager(8)
+if sys.argv[1] == "store":  # eager mode compiles what is called: the cache test calls lookup only
+    out = m.prepare_store([b"x" * 32]); m.complete_store(out.block_hashes_to_store)
+answer = m.lookup([b"x" * 32])
+figures = {"answer": answer, "file": impl.__file__, "numba": "numba" in sys.modules}
+if figures["numba"]:
+    from kvoffload.impl.core import ops
+    figures["hits"] = sum(ops.lookup.stats.cache_hits.values())
+    figures["misses"] = sum(ops.lookup.stats.cache_misses.values())
+print(json.dumps(figures))
+"""
+
+
+def _copy_package(tmp_path: Path) -> Path:
+    """A copy of the package whose directories numba cannot use for its in-tree cache:
+    read-only, and (so that this holds for root too) with a file where ``__pycache__``
+    would go."""
+    site = tmp_path / "site"
+    shutil.copytree(Path(kvoffload.__file__).parent, site / "kvoffload", ignore=shutil.ignore_patterns("__pycache__"))
+    folders = [site / "kvoffload", *[p for p in (site / "kvoffload").rglob("*") if p.is_dir()]]
+    for folder in folders:
+        (folder / "__pycache__").write_text("not a directory\n")
+    for path in [*(site / "kvoffload").rglob("*"), *folders]:
+        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    return site
+
+
+def _env(site: Path, home: Path, mode: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "KVOFFLOAD_", "PYTHON"))}
+    env.update(PYTHONPATH=str(site), HOME=str(home), XDG_CACHE_HOME=str(home / "cache"), KVOFFLOAD_COMPILE=mode)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@pytest.mark.slow
+def test_compile_cache_persists_in_the_user_cache_when_the_package_is_read_only(tmp_path: Path) -> None:
+    site = _copy_package(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _env(site, home, "eager")
+    try:
+        first = json.loads(_run_python(_FIRST_USE, env, tmp_path, "lookup").splitlines()[-1])
+        second = json.loads(_run_python(_FIRST_USE, env, tmp_path, "lookup").splitlines()[-1])
+    finally:
+        for path in [site, *site.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    assert first["file"].startswith(str(site)) and first["answer"] == 0 == second["answer"]
+    assert (first["misses"], first["hits"]) == (1, 0)  # compiled, then saved ...
+    assert (second["misses"], second["hits"]) == (0, 1)  # ... and loaded by the next process
+    saved = list((home / "cache" / "numba").rglob("*.nbi"))
+    assert saved, "nothing was written to the user cache directory"
+    assert not [p for p in site.rglob("*.nb*")], "numba wrote into the package copy"
+
+
+def test_twin_mode_answers_without_importing_numba(tmp_path: Path) -> None:
+    env = _env(Path(kvoffload.__file__).parent.parent, tmp_path, "twin")
+    out = json.loads(_run_python(_FIRST_USE, env, tmp_path, "store").splitlines()[-1])
+    assert out["answer"] == 1 and out["numba"] is False
