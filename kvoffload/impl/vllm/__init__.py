@@ -105,8 +105,9 @@ if _version.split("+")[0].split(".")[:2] != SUPPORTED_VLLM.split("."):
         f"found vLLM {_version}: its offloading interfaces differ"
     )
 
+from .factory import make_manager  # noqa: E402
 from .manager import KVOffloadingManager  # noqa: E402
 from .spec import KVOffloadingSpec  # noqa: E402
 from .worker import KVOffloadingWorker  # noqa: E402
 
-__all__ = ["KVOffloadingManager", "KVOffloadingSpec", "KVOffloadingWorker", "SUPPORTED_VLLM"]
+__all__ = ["KVOffloadingManager", "KVOffloadingSpec", "KVOffloadingWorker", "SUPPORTED_VLLM", "make_manager"]

@@ -1,9 +1,12 @@
 """``KVOffloadingManager``: vLLM 0.32's ``OffloadingManager`` over our contract manager.
 
-A thin adapter (mapping table: the package docstring). The only state it keeps beyond
-the core manager is the set of keys whose store is prepared but not completed, so that
-a per-key lookup can answer ``HIT_PENDING`` (M1 reports pending blocks as a miss), and
-counters of what it was told.
+A thin adapter (mapping table: the package docstring) over a ``KeyIndexedManager``:
+the core manager plus a Python dict of its present keys (ready or pending). vLLM's
+connector calls ``lookup(key, ctx)`` once per key, up to a request's whole prefix at
+every scheduler step; that call is one ``dict.get`` here and never enters compiled
+code. Batch calls go to the core, which keeps the index in step (``keyindex``).
+Besides it the adapter keeps, per request, the keys to touch when the request finishes
+(vLLM 0.32 updates recency there) and counters of what it was told, per batch call.
 """
 
 from __future__ import annotations
@@ -23,48 +26,71 @@ from vllm.v1.kv_offload.base import (
 from vllm.v1.kv_offload.cpu.common import CPULoadStoreSpec
 from vllm.v1.metrics.cache_hit_source import CacheHitSource
 
-from ...spec.types import BlockHash
+from ..keyindex import KeyIndexedManager
 from ..manager import CPUOffloadingManager
-from ._log import log_event
+from ._log import log_enabled, log_event
 
 __all__ = ["KVOffloadingManager"]
 
+_HIT = LookupResult.HIT
+_HIT_PENDING = LookupResult.HIT_PENDING
+_MISS = LookupResult.MISS
 
-def _keys(keys: Iterable[bytes]) -> list[BlockHash]:
-    """vLLM passes lists and sets of ``OffloadKey`` (plain ``bytes``): one list, in order."""
-    return [BlockHash(key) for key in keys]
+
+def _keys(keys: Iterable[bytes]) -> list[bytes]:
+    """vLLM passes lists (used as they are) and sets of ``OffloadKey`` (plain ``bytes``)."""
+    return keys if isinstance(keys, list) else list(keys)
+
+
+def _group(key: bytes) -> bytes:
+    """An ``OffloadKey``'s group index, big-endian: orders as vLLM's integer does."""
+    return key[-4:]
 
 
 class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
     """vLLM 0.32 ``OffloadingManager`` backed by a ``CPUOffloadingManager`` (M0–M10).
 
     ``factory`` builds the core manager; it is called again by ``reset_cache``.
+    Answers are those of vLLM's own ``CPUOffloadingManager`` of the same policy for LRU
+    (lookups, stored and evicted keys, events), block ids aside.
     """
 
     def __init__(self, factory: Callable[[], CPUOffloadingManager]) -> None:
-        self._factory = factory
-        self.core: CPUOffloadingManager = factory()
-        self.pending: set[bytes] = set()
+        self.cache = KeyIndexedManager(factory)
+        # The index's bound ``get``: the whole of a lookup (one dict for the object's life).
+        self._state = self.cache.index.get
         self.counters: Counter[str] = Counter()
+        # The JSON-lines test seam is read once: a disabled log costs nothing per call.
+        self._log = log_enabled()
         # req_id -> the keys the request loaded or offered for storing, in call order
         # (a dict as an ordered set); turned into one touch when the request finishes.
-        self._seen: dict[str, dict[BlockHash, None]] = {}
+        self._seen: dict[str, dict[bytes, None]] = {}
 
-    def _record(self, req_context: Any, hashes: list[BlockHash]) -> None:
+    @property
+    def core(self) -> CPUOffloadingManager:
+        """The core manager of now (``reset_cache`` replaces it)."""
+        return self.cache.core
+
+    @property
+    def pending(self) -> set[bytes]:
+        """Keys whose store is prepared and not completed (introspection, not hot)."""
+        return {key for key, ready in self.cache.index.items() if not ready}
+
+    def _record(self, req_context: Any, keys: Iterable[bytes]) -> None:
         req_id = getattr(req_context, "req_id", None)
         if req_id is not None:
-            self._seen.setdefault(req_id, {}).update(dict.fromkeys(hashes))
+            seen = self._seen.get(req_id)
+            if seen is None:
+                seen = self._seen[req_id] = {}
+            seen.update(dict.fromkeys(keys))
 
     # -- lookups ------------------------------------------------------------------------
     def lookup(self, key: bytes, req_context: Any) -> Any:
-        if self.core.lookup([BlockHash(key)]) == 1:
-            self.counters["lookup_hit"] += 1
-            return LookupResult.HIT
-        if key in self.pending:
-            self.counters["lookup_hit_pending"] += 1
-            return LookupResult.HIT_PENDING
-        self.counters["lookup_miss"] += 1
-        return LookupResult.MISS
+        """M1 per key: ``HIT`` ready, ``HIT_PENDING`` pending, ``MISS`` absent."""
+        ready = self._state(key)
+        if ready:
+            return _HIT
+        return _MISS if ready is None else _HIT_PENDING
 
     def get_load_source(self, key: bytes, req_context: Any) -> Any:
         return CacheHitSource.HOST
@@ -72,38 +98,46 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
     # -- loads --------------------------------------------------------------------------
     def prepare_load(self, keys: Collection[bytes], req_context: Any) -> Any:
         hashes = _keys(keys)
-        spec = self.core.prepare_load(hashes)
+        spec = self.cache.prepare_load(hashes)
         self._record(req_context, hashes)
         self.counters["prepare_load_calls"] += 1
         self.counters["prepare_load_blocks"] += len(hashes)
-        log_event(side="scheduler", op="prepare_load", blocks=len(hashes))
+        if self._log:
+            log_event(side="scheduler", op="prepare_load", blocks=len(hashes))
         return CPULoadStoreSpec(spec.block_ids.tolist())
 
     def touch(self, keys: Collection[bytes], req_context: Any) -> None:
         hashes = _keys(keys)
-        self.core.touch(hashes)
+        self.cache.touch(hashes)
         self.counters["touch_blocks"] += len(hashes)
 
     def complete_load(self, keys: Collection[bytes], req_context: Any) -> None:
         hashes = _keys(keys)
-        self.core.complete_load(hashes)
+        self.cache.complete_load(hashes)
         self.counters["complete_load_blocks"] += len(hashes)
 
     # -- stores -------------------------------------------------------------------------
     def prepare_store(self, keys: Collection[bytes], req_context: Any) -> Any:
         hashes = _keys(keys)
-        output = self.core.prepare_store(hashes)
-        self._record(req_context, hashes)
+        # vLLM records the request's absent and ready keys (not the pending ones), even
+        # when the store is then refused; read before the call changes the index.
+        state = self._state
+        try:
+            offered = [key for key in hashes if state(key) is not False]
+        except TypeError:  # an unhashable element: the core refuses it below (M9)
+            offered = []
+        output = self.cache.prepare_store(hashes)
+        self._record(req_context, offered)
         if output is None:
             self.counters["prepare_store_refused"] += 1
-            log_event(side="scheduler", op="prepare_store", refused=True, blocks=len(hashes))
+            if self._log:
+                log_event(side="scheduler", op="prepare_store", refused=True, blocks=len(hashes))
             return None
-        to_store = list(output.block_hashes_to_store)
-        evicted = list(output.block_hashes_evicted)
-        self.pending.update(to_store)
+        to_store = output.block_hashes_to_store
+        evicted = output.block_hashes_evicted
         self.counters["store_blocks"] += len(to_store)
         self.counters["evicted_blocks"] += len(evicted)
-        if to_store or evicted:
+        if self._log and (to_store or evicted):
             log_event(side="scheduler", op="prepare_store", blocks=len(to_store), evicted=len(evicted))
         ids = getattr(output.store_spec, "block_ids")
         return PrepareStoreOutput(
@@ -114,8 +148,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
 
     def complete_store(self, keys: Collection[bytes], req_context: Any, success: bool = True) -> None:
         hashes = _keys(keys)
-        self.core.complete_store(hashes, success=bool(success))
-        self.pending.difference_update(hashes)
+        self.cache.complete_store(hashes, success=bool(success))
         self.counters["complete_store_blocks" if success else "failed_store_blocks"] += len(hashes)
 
     # -- requests, events, lifecycle ---------------------------------------------------
@@ -131,26 +164,33 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         seen = self._seen.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
         if not seen:
             return
-        keys = list(seen)
+        self.cache.touch(self._finish_order(list(seen), req_context))
+        self.counters["touch_blocks"] += len(seen)
+
+    @staticmethod
+    def _finish_order(keys: list[bytes], req_context: Any) -> list[bytes]:
+        """vLLM's order (``order_request_keys``): keys by group, first seen first, then
+        by end-token position when every key has one (stable: groups break ties)."""
+        if len(keys) < 2:
+            return keys
+        keys.sort(key=_group)
         position = getattr(req_context, "get_offload_key_position", None)
         if callable(position):
-            positions = [position(k) for k in keys]
-            if all(p is not None for p in positions):
-                order = sorted(range(len(keys)), key=lambda i: positions[i])
-                keys = [keys[i] for i in order]
-        self.core.touch(keys)
-        self.counters["touch_blocks"] += len(keys)
+            positions = {key: position(key) for key in keys}
+            if None not in positions.values():
+                keys.sort(key=positions.__getitem__)
+        return keys
 
     def take_events(self) -> Iterable[Any]:
-        for event in self.core.take_events():
+        for event in self.cache.take_events():
             yield OffloadingEvent(keys=list(event.block_hashes), medium=Medium.CPU, removed=event.removed)
 
     def reset_cache(self) -> None:
-        self.core = self._factory()
-        self.pending.clear()
+        self.cache.reset()
         self._seen.clear()
         self.counters["resets"] += 1
-        log_event(side="scheduler", op="reset_cache")
+        if self._log:
+            log_event(side="scheduler", op="reset_cache")
 
     def get_stats(self) -> Any:
         return None
