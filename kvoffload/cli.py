@@ -86,6 +86,7 @@ def contract(where: bool) -> None:
     lazy={
         "manager": "kvoffload.impl.bench.manager:command",
         "copy": "kvoffload.impl.bench.copy:command",
+        "trace": "kvoffload.impl.bench.trace:command",
     },
 )
 def bench() -> None:

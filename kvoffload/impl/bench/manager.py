@@ -29,18 +29,32 @@ def _ints(text: str) -> list[int]:
 
 
 class Workload:
-    """Requests with shared prefixes over a pool of 32-byte hashes."""
+    """Requests with shared prefixes over a pool of 32-byte hashes (``suffix`` appended:
+    ``b"\\0" * 4`` makes them vLLM 0.32 ``OffloadKey`` s of KV-cache group 0)."""
 
-    def __init__(self, capacity: int, batch: int, seed: int) -> None:
+    def __init__(self, capacity: int, batch: int, seed: int, suffix: bytes = b"") -> None:
         self.rng = random.Random(seed)
         self.batch = batch
+        self.suffix = suffix
         docs = max(4, min(64, capacity // max(batch, 1)))
-        self.docs = [[os.urandom(32) for _ in range(batch)] for _ in range(docs)]
+        self.docs = [[self._key() for _ in range(batch)] for _ in range(docs)]
+
+    def _key(self) -> bytes:
+        return os.urandom(32) + self.suffix
 
     def request(self) -> list[bytes]:
         doc = self.rng.choice(self.docs)
         shared = self.rng.randint(0, self.batch)
-        return doc[:shared] + [os.urandom(32) for _ in range(self.batch - shared)]
+        return doc[:shared] + [self._key() for _ in range(self.batch - shared)]
+
+    def requests(self, blocks: int) -> list[list[bytes]]:
+        """Requests until ``blocks`` hashes in all."""
+        out: list[list[bytes]] = []
+        count = 0
+        while count < blocks:
+            out.append(self.request())
+            count += len(out[-1])
+        return out
 
 
 class Timer:
@@ -301,6 +315,26 @@ def _plot(results: list[dict[str, Any]], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+def _side_by_side(console: Any, capacities: list[int], batch: int, policies: list[str], blocks: int,
+                  check_limit: int, seed: int) -> None:
+    """The table users should read first: ns per block through vLLM's interface and
+    through the batch API, every manager beside the floor, answers compared."""
+    from .conventions import compare, vllm_calls
+    from .interface import Comparison, print_comparisons
+
+    calls = vllm_calls()
+    comparisons = []
+    for capacity in capacities:
+        requests = Workload(capacity, batch, seed, suffix=bytes(4)).requests(blocks)
+        for policy in policies:
+            runs, differs = compare(requests, capacity, policy, calls, capacity <= min(check_limit, 100_000))
+            comparisons.append(Comparison(f"shared prefixes, {batch}/request", capacity, policy, runs, differs,
+                                          sum(map(len, requests))))
+            console.print(f"[dim]done: side by side, capacity {capacity:,} {policy}[/dim]")
+    print_comparisons(console, f"kvoffload bench manager — ns per block, {blocks:,} blocks per configuration, "
+                               "steady (each request's loads and stores complete before the next)", comparisons)
+
+
 @click.command(name="manager")
 @click.option("--capacities", default="1e3,1e4,1e5,1e6,1e7", show_default=True,
               help="Comma-separated capacities in blocks.")
@@ -317,6 +351,12 @@ def _plot(results: list[dict[str, Any]], path: str) -> None:
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Also write a PNG plot (needs matplotlib).")
 @click.option("--no-cold-start", is_flag=True, help="Skip the cold/warm start measurement.")
+@click.option("--interface-capacities", default="1e4,1e5,1e6", show_default=True,
+              help="Capacities of the side-by-side table (vLLM's interface and the batch API vs the floor).")
+@click.option("--interface-batch", default=256, show_default=True,
+              help="Keys per request in the side-by-side table.")
+@click.option("--interface-only", is_flag=True,
+              help="Only the side-by-side table (skip the per-operation batch table).")
 def command(
     capacities: str,
     batch_sizes: str,
@@ -328,8 +368,12 @@ def command(
     seed: int,
     plot_path: str | None,
     no_cold_start: bool,
+    interface_capacities: str,
+    interface_batch: int,
+    interface_only: bool,
 ) -> None:
-    """Production manager vs reference model (vs vLLM where installed): ns per block."""
+    """Every manager through vLLM's interface and the batch API beside the plain-Python
+    floor; then the production manager per operation vs the reference model (and vLLM)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -342,6 +386,7 @@ def command(
             ) from None
     if quick:
         capacities, batch_sizes, blocks_budget = "1e3,1e4,1e5", "16,256", min(blocks_budget, 8_000)
+        interface_capacities = "1e4"
     caps, batches = _ints(capacities), _ints(batch_sizes)
     policy_list = [p.strip() for p in policies.split(",") if p.strip()]
     scenario_list = [s.strip() for s in scenarios.split(",") if s.strip()]
@@ -367,6 +412,10 @@ def command(
         warm.prepare_store([BlockHash(b"v" * 32)])
         warm.complete_store([BlockHash(b"v" * 32)], success=False)
 
+    _side_by_side(console, _ints(interface_capacities), interface_batch, policy_list, blocks_budget,
+                  check_limit, seed)
+    if interface_only:
+        return
     results: list[dict[str, Any]] = []
     for capacity in caps:
         for policy in policy_list:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
+from itertools import filterfalse
+from operator import itemgetter
 from typing import Any
 
 from vllm.v1.kv_offload.base import (
@@ -42,9 +44,9 @@ def _keys(keys: Iterable[bytes]) -> list[bytes]:
     return keys if isinstance(keys, list) else list(keys)
 
 
-def _group(key: bytes) -> bytes:
-    """An ``OffloadKey``'s group index, big-endian: orders as vLLM's integer does."""
-    return key[-4:]
+#: An ``OffloadKey``'s group index bytes, big-endian: they order as vLLM's integer does
+#: (a C-level key function: no Python frame per key).
+_group = itemgetter(slice(-4, None))
 
 
 class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
@@ -57,8 +59,9 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
 
     def __init__(self, factory: Callable[[], CPUOffloadingManager]) -> None:
         self.cache = KeyIndexedManager(factory)
-        # The index's bound ``get``: the whole of a lookup (one dict for the object's life).
-        self._state = self.cache.index.get
+        # The cache's two sets (the same objects for its whole life): all of a lookup.
+        self._ready = self.cache.ready
+        self._pending = self.cache.pending
         self.counters: Counter[str] = Counter()
         # The JSON-lines test seam is read once: a disabled log costs nothing per call.
         self._log = log_enabled()
@@ -73,8 +76,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
 
     @property
     def pending(self) -> set[bytes]:
-        """Keys whose store is prepared and not completed (introspection, not hot)."""
-        return {key for key, ready in self.cache.index.items() if not ready}
+        """Keys whose store is prepared and not completed (the live set: do not modify)."""
+        return self._pending
 
     def _record(self, req_context: Any, keys: Iterable[bytes]) -> None:
         req_id = getattr(req_context, "req_id", None)
@@ -87,10 +90,9 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
     # -- lookups ------------------------------------------------------------------------
     def lookup(self, key: bytes, req_context: Any) -> Any:
         """M1 per key: ``HIT`` ready, ``HIT_PENDING`` pending, ``MISS`` absent."""
-        ready = self._state(key)
-        if ready:
+        if key in self._ready:
             return _HIT
-        return _MISS if ready is None else _HIT_PENDING
+        return _HIT_PENDING if key in self._pending else _MISS
 
     def get_load_source(self, key: bytes, req_context: Any) -> Any:
         return CacheHitSource.HOST
@@ -104,7 +106,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self.counters["prepare_load_blocks"] += len(hashes)
         if self._log:
             log_event(side="scheduler", op="prepare_load", blocks=len(hashes))
-        return CPULoadStoreSpec(spec.block_ids.tolist())
+        # vLLM's spec turns any sequence into an int32 array: give it ours (no list).
+        return CPULoadStoreSpec(spec.block_ids)
 
     def touch(self, keys: Collection[bytes], req_context: Any) -> None:
         hashes = _keys(keys)
@@ -121,11 +124,12 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         hashes = _keys(keys)
         # vLLM records the request's absent and ready keys (not the pending ones), even
         # when the store is then refused; read before the call changes the index.
-        state = self._state
-        try:
-            offered = [key for key in hashes if state(key) is not False]
-        except TypeError:  # an unhashable element: the core refuses it below (M9)
-            offered = []
+        offered: Iterable[bytes] = hashes
+        if self._pending:
+            try:
+                offered = list(filterfalse(self._pending.__contains__, hashes))
+            except TypeError:  # an unhashable element: the core refuses it below (M9)
+                offered = []
         output = self.cache.prepare_store(hashes)
         self._record(req_context, offered)
         if output is None:
@@ -142,7 +146,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         ids = getattr(output.store_spec, "block_ids")
         return PrepareStoreOutput(
             keys_to_store=to_store,
-            store_spec=CPULoadStoreSpec(ids.tolist()),
+            store_spec=CPULoadStoreSpec(ids),
             evicted_keys=evicted,
         )
 
@@ -173,12 +177,19 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         by end-token position when every key has one (stable: groups break ties)."""
         if len(keys) < 2:
             return keys
-        keys.sort(key=_group)
-        position = getattr(req_context, "get_offload_key_position", None)
-        if callable(position):
-            positions = {key: position(key) for key in keys}
-            if None not in positions.values():
-                keys.sort(key=positions.__getitem__)
+        # vLLM 0.32's ReqContext keeps the positions in this dict; reading it directly
+        # keeps the work at C speed (a method call per key costs more than the sort).
+        positions = getattr(req_context, "_offload_key_positions", None)
+        if not isinstance(positions, dict):
+            position = getattr(req_context, "get_offload_key_position", None)
+            positions = {key: position(key) for key in keys} if callable(position) else {}
+            positions = {key: p for key, p in positions.items() if p is not None}
+        if not all(map(positions.__contains__, keys)):
+            keys.sort(key=_group)
+            return keys
+        if len(set(map(positions.__getitem__, keys))) < len(keys):
+            keys.sort(key=_group)  # equal positions (one per group): groups break ties
+        keys.sort(key=positions.__getitem__)
         return keys
 
     def take_events(self) -> Iterable[Any]:
