@@ -60,6 +60,7 @@ class KeyIndexedManager:
         self.core: CPUOffloadingManager = factory()
         self.ready: set[bytes] = set()
         self.pending: set[bytes] = set()
+        self._carried: list[OffloadingEvent] = []  # events queued before a reset
 
     def state(self, block_hash: bytes) -> bool | None:
         """``True`` ready, ``False`` pending, ``None`` absent (M1's per-key question)."""
@@ -110,11 +111,17 @@ class KeyIndexedManager:
             self.ready.update(done)
 
     def take_events(self) -> Iterable[OffloadingEvent]:
-        """M8."""
-        return self.core.take_events()
+        """M8 (events queued before a ``reset`` first)."""
+        if not self._carried:
+            return self.core.take_events()
+        events, self._carried = self._carried, []
+        return [*events, *self.core.take_events()]
 
     def reset(self) -> None:
-        """Drop every block, in flight or not: a fresh core, empty sets."""
+        """Drop every block, in flight or not: a fresh core, empty sets. Events already
+        queued are kept for the next ``take_events`` (they happened; vLLM 0.32's own
+        manager keeps them across ``reset_cache`` too)."""
+        self._carried.extend(self.core.take_events())
         self.core = self._factory()
         self.ready.clear()
         self.pending.clear()
