@@ -215,12 +215,14 @@ def _warm(policy: str) -> None:
     """Every compiled entry point once (compiled or loaded from the cache), untimed."""
     from kvoffload.impl import CPUOffloadingManager
 
+    from kvoffload.spec import BlockHash
+
     manager = CPUOffloadingManager(8, policy=policy)
-    keys = [b"w" * 36, b"v" * 36]
+    keys: list[bytes] = [BlockHash(b"w" * 36), BlockHash(b"v" * 36)]
     drive_batch(manager, keys, dict.fromkeys(PHASES, 0))
     drive_batch(manager, keys, dict.fromkeys(PHASES, 0))
-    manager.prepare_store([b"u" * 36])
-    manager.complete_store([b"u" * 36], success=False)
+    manager.prepare_store([BlockHash(b"u" * 36)])
+    manager.complete_store([BlockHash(b"u" * 36)], success=False)
 
 
 def _drive(contender: Contender, manager: Any, keys: list[bytes], calls: VllmCalls | None,

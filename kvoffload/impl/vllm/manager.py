@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from itertools import filterfalse
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 from vllm.v1.kv_offload.base import (
     LookupResult,
@@ -28,6 +28,7 @@ from vllm.v1.kv_offload.base import (
 from vllm.v1.kv_offload.cpu.common import CPULoadStoreSpec
 from vllm.v1.metrics.cache_hit_source import CacheHitSource
 
+from ...spec.types import BlockHash
 from ..keyindex import KeyIndexedManager
 from ..manager import CPUOffloadingManager
 from ._log import log_enabled, log_event
@@ -39,9 +40,10 @@ _HIT_PENDING = LookupResult.HIT_PENDING
 _MISS = LookupResult.MISS
 
 
-def _keys(keys: Iterable[bytes]) -> list[bytes]:
-    """vLLM passes lists (used as they are) and sets of ``OffloadKey`` (plain ``bytes``)."""
-    return keys if isinstance(keys, list) else list(keys)
+def _keys(keys: Iterable[bytes]) -> list[BlockHash]:
+    """vLLM passes lists (used as they are) and sets of ``OffloadKey`` (plain ``bytes``,
+    which our contract takes as they are: I8)."""
+    return cast("list[BlockHash]", keys if isinstance(keys, list) else list(keys))
 
 
 #: An ``OffloadKey``'s group index bytes, big-endian: they order as vLLM's integer does
@@ -168,7 +170,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         seen = self._seen.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
         if not seen:
             return
-        self.cache.touch(self._finish_order(list(seen), req_context))
+        self.cache.touch(_keys(self._finish_order(list(seen), req_context)))
         self.counters["touch_blocks"] += len(seen)
 
     @staticmethod
