@@ -45,4 +45,8 @@ fi
 HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 timeout "$left" \
   "$PY" -m pytest -p no:cacheprovider -ra -s tests/vllm_lane
 
+step "benchmarks through vLLM's interface still run (quick sizes, vLLM's own manager beside ours)"
+timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
+timeout 300 "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
+
 step "done"

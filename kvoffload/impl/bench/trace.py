@@ -31,14 +31,14 @@ DEFAULT_CAPACITY = 187_500
 @click.option("--requests", "limit", default=None, type=int, help="Replay only the first N requests.")
 @click.option("--reference/--no-reference", default=False, show_default=True,
               help="Also run the reference model (slow) and check its answers.")
-@click.option("--quick", is_flag=True, help="CI size: 300 requests, 20,000 blocks (< 1 min).")
+@click.option("--quick", is_flag=True, help="CI size: 40 requests, 10,000 blocks (< 1 min).")
 def command(path: str, block_size: int, capacity: int, policies: str, limit: int | None,
             reference: bool, quick: bool) -> None:
     """Replay a Mooncake JSONL trace: ns per block through vLLM's interface and the batch API."""
     from rich.console import Console
 
     if quick:
-        limit, capacity = min(limit or 300, 300), min(capacity, 20_000)
+        limit, capacity = min(limit or 40, 40), min(capacity, 10_000)
     console = Console(width=max(Console().width, 200))
     calls = vllm_calls()
     if calls is None:
