@@ -149,3 +149,30 @@ def test_make_manager_builds_an_offloading_manager_without_a_config() -> None:
         make_manager(4, policy="fifo")
     with pytest.raises(ValueError, match="num_blocks"):
         make_manager(0)
+
+
+def test_finish_order_is_vllms_order_request_keys() -> None:
+    """Recency order at ``on_request_finished``: the same as vLLM 0.32's policies use,
+    for several KV-cache groups, equal positions across groups, keys seen out of order
+    and keys without a position."""
+    import random
+
+    from vllm.v1.kv_offload.base import ReqContext, get_offload_group_idx
+    from vllm.v1.kv_offload.cpu.policies.base import order_request_keys
+
+    from kvoffload.impl.vllm import KVOffloadingManager
+
+    rng = random.Random(5)
+    for case in range(300):
+        groups = rng.randint(1, 3)
+        keys = [key(100 * case + i, group=g) for i in range(rng.randint(1, 8)) for g in range(groups)]
+        rng.shuffle(keys)
+        ctx = ReqContext(req_id="o")
+        for k in keys:
+            if rng.random() > 0.05:
+                ctx.set_offload_key_position(k, 16 * (int.from_bytes(k[:32], "big") % 100))
+        grouped: dict[int, list[bytes]] = {}
+        for k in keys:
+            grouped.setdefault(get_offload_group_idx(k), []).append(k)
+        want = order_request_keys([tuple(grouped[g]) for g in sorted(grouped)], ctx)
+        assert KVOffloadingManager._finish_order(list(keys), ctx) == want, case

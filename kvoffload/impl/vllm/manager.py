@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
-from itertools import filterfalse
-from operator import itemgetter
+from itertools import filterfalse, islice
+from operator import itemgetter, lt
 from typing import Any, cast
 
 from vllm.v1.kv_offload.base import (
@@ -186,10 +186,14 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             position = getattr(req_context, "get_offload_key_position", None)
             positions = {key: position(key) for key in keys} if callable(position) else {}
             positions = {key: p for key, p in positions.items() if p is not None}
-        if not all(map(positions.__contains__, keys)):
+        try:
+            order = list(map(positions.__getitem__, keys))
+        except KeyError:  # a key without a position: groups, first seen first
             keys.sort(key=_group)
             return keys
-        if len(set(map(positions.__getitem__, keys))) < len(keys):
+        if all(map(lt, order, islice(order, 1, None))):
+            return keys  # already in position order (the usual case): no sort
+        if len(set(order)) < len(keys):
             keys.sort(key=_group)  # equal positions (one per group): groups break ties
         keys.sort(key=positions.__getitem__)
         return keys
