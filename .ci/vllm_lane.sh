@@ -63,5 +63,8 @@ VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" HF_HUB_OFFLINE=1 timeout "$left" \
   "$PY" -m pytest -p no:cacheprovider -ra \
   tests/vllm_lane/test_vllm_connector.py tests/vllm_lane/test_vllm_scheduler.py \
   tests/vllm_lane/test_vllm_manager.py tests/vllm_lane/test_vllm_spec.py tests/vllm_lane/test_vllm_worker.py
+step "benchmarks through vLLM's interface still run (quick sizes, vLLM's own manager beside ours)"
+timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
+timeout 300 "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
 
 step "done"

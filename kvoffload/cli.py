@@ -90,6 +90,7 @@ def contract(where: bool) -> None:
         "manager": "kvoffload.impl.bench.manager:command",
         "copy": "kvoffload.impl.bench.copy:command",
         "tiers": "kvoffload.impl.bench.tiers:command",
+        "trace": "kvoffload.impl.bench.trace:command",
     },
 )
 def bench() -> None:

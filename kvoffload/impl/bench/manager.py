@@ -29,18 +29,32 @@ def _ints(text: str) -> list[int]:
 
 
 class Workload:
-    """Requests with shared prefixes over a pool of 32-byte hashes."""
+    """Requests with shared prefixes over a pool of 32-byte hashes (``suffix`` appended:
+    ``b"\\0" * 4`` makes them vLLM 0.32 ``OffloadKey`` s of KV-cache group 0)."""
 
-    def __init__(self, capacity: int, batch: int, seed: int) -> None:
+    def __init__(self, capacity: int, batch: int, seed: int, suffix: bytes = b"") -> None:
         self.rng = random.Random(seed)
         self.batch = batch
+        self.suffix = suffix
         docs = max(4, min(64, capacity // max(batch, 1)))
-        self.docs = [[os.urandom(32) for _ in range(batch)] for _ in range(docs)]
+        self.docs = [[self._key() for _ in range(batch)] for _ in range(docs)]
+
+    def _key(self) -> bytes:
+        return os.urandom(32) + self.suffix
 
     def request(self) -> list[bytes]:
         doc = self.rng.choice(self.docs)
         shared = self.rng.randint(0, self.batch)
-        return doc[:shared] + [os.urandom(32) for _ in range(self.batch - shared)]
+        return doc[:shared] + [self._key() for _ in range(self.batch - shared)]
+
+    def requests(self, blocks: int) -> list[list[bytes]]:
+        """Requests until ``blocks`` hashes in all."""
+        out: list[list[bytes]] = []
+        count = 0
+        while count < blocks:
+            out.append(self.request())
+            count += len(out[-1])
+        return out
 
 
 class Timer:
@@ -301,6 +315,106 @@ def _plot(results: list[dict[str, Any]], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+def _warm_core(policies: list[str]) -> None:
+    """Every compiled entry point once (compiled or loaded on first use), before timing."""
+    from kvoffload.impl import CPUOffloadingManager
+    from kvoffload.spec import BlockHash
+
+    for policy in policies:
+        warm = CPUOffloadingManager(8, policy=policy)
+        block = [BlockHash(b"w" * 32)]
+        warm.prepare_store(block)
+        warm.complete_store(block)
+        warm.lookup(block)
+        warm.touch(block)
+        warm.prepare_load(block)
+        warm.complete_load(block)
+        warm.prepare_store([BlockHash(b"v" * 32)])
+        warm.complete_store([BlockHash(b"v" * 32)], success=False)
+
+
+def _batch_configs(console: Any, caps: list[int], batches: list[int], policies: list[str],
+                   scenarios: list[str], blocks_budget: int, check_limit: int, seed: int,
+                   with_vllm: bool) -> list[dict[str, Any]]:
+    """The per-operation table's configurations, each run (``run_config``)."""
+    results: list[dict[str, Any]] = []
+    for capacity in caps:
+        for policy in policies:
+            managers = build_managers(capacity, policy, capacity <= check_limit, with_vllm)
+            vllm = managers.pop("vllm", None)
+            for batch in (b for b in batches if b * 4 <= capacity):
+                for scenario in scenarios:
+                    # Each configuration sees roughly the same number of blocks, at least
+                    # a few requests, and at large capacities enough to leave the caches.
+                    budget = max(blocks_budget, 8 * batch)
+                    result = run_config(managers, capacity, batch, policy, scenario, budget, seed)
+                    if vllm is not None:
+                        alone = run_config({"vllm": vllm}, capacity, batch, policy, scenario, budget,
+                                           seed, lead="vllm")
+                        result["timers"]["vllm"] = alone["timers"]["vllm"]
+                    results.append(result)
+                    console.print(f"[dim]done: capacity {capacity:,} {policy} batch {batch} {scenario}[/dim]")
+    return results
+
+
+def _side_by_side(console: Any, capacities: list[int], batch: int, policies: list[str], blocks: int,
+                  check_limit: int, seed: int) -> None:
+    """The table users should read first: ns per block through vLLM's interface and
+    through the batch API, every manager beside the floor, answers compared."""
+    from .conventions import compare, vllm_calls
+    from .interface import Comparison, print_comparisons
+
+    calls = vllm_calls()
+    comparisons = []
+    for capacity in capacities:
+        requests = Workload(capacity, batch, seed, suffix=bytes(4)).requests(blocks)
+        for policy in policies:
+            runs, differs = compare(requests, capacity, policy, calls, capacity <= min(check_limit, 100_000))
+            comparisons.append(Comparison(f"shared prefixes, {batch}/request", capacity, policy, runs, differs,
+                                          sum(map(len, requests))))
+            console.print(f"[dim]done: side by side, capacity {capacity:,} {policy}[/dim]")
+    print_comparisons(console, f"kvoffload bench manager — ns per block, {blocks:,} blocks per configuration, "
+                               "steady (each request's loads and stores complete before the next)", comparisons)
+
+
+def _batch_row(r: dict[str, Any], with_vllm: bool) -> list[str]:
+    """One row of the per-operation table."""
+    impl, ref, vllm = r["timers"]["impl"], r["timers"].get("ref"), r["timers"].get("vllm")
+    cells = []
+    for op in OPS:
+        value = impl.per_block(op)
+        if ref is not None and impl.ns[op]:
+            cells.append(f"{value:.0f} (×{ref.per_block(op) / value:.0f})")
+        else:
+            cells.append(f"{value:.0f}")
+    row = [f"{r['capacity']:,}", r["policy"], str(r["batch"]), r["scenario"], *cells, f"{impl.total():.0f}"]
+    row += [f"{ref.total():.0f}", f"×{ref.total() / impl.total():.1f}"] if ref else ["—", "—"]
+    if with_vllm:
+        row += [f"{vllm.total():.0f}", f"×{vllm.total() / impl.total():.1f}"] if vllm else ["—", "—"]
+    row.append(f"{r['state_bytes_per_block']:.1f}")
+    row.append(f"{r['ghost_bytes_per_block']:.1f}")
+    row.append(f"{r['hash_bytes_per_block']:.1f}")
+    return row
+
+
+def _print_batch_table(console: Any, results: list[dict[str, Any]], with_vllm: bool) -> None:
+    """The per-operation table of the batch API (production vs reference, vs vLLM)."""
+    from rich.table import Table
+
+    table = Table(title="kvoffload bench manager — ns per block: production (speed-up vs reference)")
+    for column in ("capacity", "policy", "batch", "scenario", *OPS, "all ops", "reference", "speed-up"):
+        table.add_column(column, justify="right")
+    if with_vllm:
+        table.add_column("vLLM", justify="right")
+        table.add_column("vs vLLM", justify="right")
+    table.add_column("state B/block", justify="right")
+    table.add_column("+ghosts", justify="right")
+    table.add_column("hashes B/block", justify="right")
+    for r in results:
+        table.add_row(*_batch_row(r, with_vllm))
+    console.print(table)
+
+
 @click.command(name="manager")
 @click.option("--capacities", default="1e3,1e4,1e5,1e6,1e7", show_default=True,
               help="Comma-separated capacities in blocks.")
@@ -317,6 +431,12 @@ def _plot(results: list[dict[str, Any]], path: str) -> None:
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Also write a PNG plot (needs matplotlib).")
 @click.option("--no-cold-start", is_flag=True, help="Skip the cold/warm start measurement.")
+@click.option("--interface-capacities", default="1e4,1e5,1e6", show_default=True,
+              help="Capacities of the side-by-side table (vLLM's interface and the batch API vs the floor).")
+@click.option("--interface-batch", default=256, show_default=True,
+              help="Keys per request in the side-by-side table.")
+@click.option("--interface-only", is_flag=True,
+              help="Only the side-by-side table (skip the per-operation batch table).")
 def command(
     capacities: str,
     batch_sizes: str,
@@ -328,10 +448,13 @@ def command(
     seed: int,
     plot_path: str | None,
     no_cold_start: bool,
+    interface_capacities: str,
+    interface_batch: int,
+    interface_only: bool,
 ) -> None:
-    """Production manager vs reference model (vs vLLM where installed): ns per block."""
+    """Every manager through vLLM's interface and the batch API beside the plain-Python
+    floor; then the production manager per operation vs the reference model (and vLLM)."""
     from rich.console import Console
-    from rich.table import Table
 
     if plot_path:  # fail before the run, not after it
         try:
@@ -342,6 +465,7 @@ def command(
             ) from None
     if quick:
         capacities, batch_sizes, blocks_budget = "1e3,1e4,1e5", "16,256", min(blocks_budget, 8_000)
+        interface_capacities = "1e4"
     caps, batches = _ints(capacities), _ints(batch_sizes)
     policy_list = [p.strip() for p in policies.split(",") if p.strip()]
     scenario_list = [s.strip() for s in scenarios.split(",") if s.strip()]
@@ -351,69 +475,15 @@ def command(
         console.print("vllm.v1.kv_offload is not importable here: no vLLM column (no vLLM figure is "
                       "assumed or invented; install vLLM to compare with its own manager)")
 
-    # Warm the compiled code before timing anything.
-    from kvoffload.impl import CPUOffloadingManager
-    from kvoffload.spec import BlockHash
+    _warm_core(policy_list)
 
-    for policy in policy_list:  # every entry point (each is compiled or loaded on first use)
-        warm = CPUOffloadingManager(8, policy=policy)
-        block = [BlockHash(b"w" * 32)]
-        warm.prepare_store(block)
-        warm.complete_store(block)
-        warm.lookup(block)
-        warm.touch(block)
-        warm.prepare_load(block)
-        warm.complete_load(block)
-        warm.prepare_store([BlockHash(b"v" * 32)])
-        warm.complete_store([BlockHash(b"v" * 32)], success=False)
-
-    results: list[dict[str, Any]] = []
-    for capacity in caps:
-        for policy in policy_list:
-            managers = build_managers(capacity, policy, capacity <= check_limit, with_vllm)
-            vllm = managers.pop("vllm", None)
-            for batch in batches:
-                if batch * 4 > capacity:
-                    continue
-                for scenario in scenario_list:
-                    # Each configuration sees roughly the same number of blocks, at least
-                    # a few requests, and at large capacities enough to leave the caches.
-                    budget = max(blocks_budget, 8 * batch)
-                    result = run_config(managers, capacity, batch, policy, scenario, budget, seed)
-                    if vllm is not None:
-                        alone = run_config({"vllm": vllm}, capacity, batch, policy, scenario, budget,
-                                           seed, lead="vllm")
-                        result["timers"]["vllm"] = alone["timers"]["vllm"]
-                    results.append(result)
-                    console.print(f"[dim]done: capacity {capacity:,} {policy} batch {batch} {scenario}[/dim]")
-
-    table = Table(title="kvoffload bench manager — ns per block: production (speed-up vs reference)")
-    for column in ("capacity", "policy", "batch", "scenario", *OPS, "all ops", "reference", "speed-up"):
-        table.add_column(column, justify="right")
-    if with_vllm:
-        table.add_column("vLLM", justify="right")
-        table.add_column("vs vLLM", justify="right")
-    table.add_column("state B/block", justify="right")
-    table.add_column("+ghosts", justify="right")
-    table.add_column("hashes B/block", justify="right")
-    for r in results:
-        impl, ref, vllm = r["timers"]["impl"], r["timers"].get("ref"), r["timers"].get("vllm")
-        cells = []
-        for op in OPS:
-            value = impl.per_block(op)
-            if ref is not None and impl.ns[op]:
-                cells.append(f"{value:.0f} (×{ref.per_block(op) / value:.0f})")
-            else:
-                cells.append(f"{value:.0f}")
-        row = [f"{r['capacity']:,}", r["policy"], str(r["batch"]), r["scenario"], *cells, f"{impl.total():.0f}"]
-        row += [f"{ref.total():.0f}", f"×{ref.total() / impl.total():.1f}"] if ref else ["—", "—"]
-        if with_vllm:
-            row += [f"{vllm.total():.0f}", f"×{vllm.total() / impl.total():.1f}"] if vllm else ["—", "—"]
-        row.append(f"{r['state_bytes_per_block']:.1f}")
-        row.append(f"{r['ghost_bytes_per_block']:.1f}")
-        row.append(f"{r['hash_bytes_per_block']:.1f}")
-        table.add_row(*row)
-    console.print(table)
+    _side_by_side(console, _ints(interface_capacities), interface_batch, policy_list, blocks_budget,
+                  check_limit, seed)
+    if interface_only:
+        return
+    results = _batch_configs(console, caps, batches, policy_list, scenario_list, blocks_budget,
+                             check_limit, seed, with_vllm)
+    _print_batch_table(console, results, with_vllm)
     agreed = sum(r["agreed"] for r in results)
     checked = sum(1 for r in results if r["checked"])
     console.print(f"Answers of production and reference agreed on {agreed:,} calls "

@@ -22,11 +22,12 @@ that interface onto ours; the core stays on the contract's interface. The mappin
 vLLM 0.32 (scheduler side, ``OffloadingManager``)       kvoffload (contract)
 =====================================================  =====================================================
 ``OffloadKey`` (hash bytes + group index, 36 B)         the block hash, bytes as they are (I8: any length)
-``lookup(key, ctx) -> HIT``                             ``lookup([key]) == 1`` (M1: present and ready)
-``lookup -> HIT_PENDING``                               ``lookup([key]) == 0`` and the key is in the adapter's
-                                                        set of stores prepared but not completed (pending,
-                                                        ``ref_cnt == -1``); the connector then defers the
-                                                        request and asks again later
+``lookup(key, ctx) -> HIT``                             the key is in the ready set that ``KeyIndexedManager``
+                                                        keeps in step with the core (M1: present and ready);
+                                                        no compiled call per key
+``lookup -> HIT_PENDING``                               the key is in its pending set (store prepared, not
+                                                        completed, ``ref_cnt == -1``); the connector then
+                                                        defers the request and asks again later
 ``lookup -> MISS``                                      absent (neither ready nor pending)
 ``lookup -> RETRY``                                     never returned: our lookups are synchronous
 ``prepare_load(keys, ctx)``                             ``prepare_load(keys)`` (M2); spec → vLLM
@@ -123,8 +124,9 @@ if ".".join(_version.split("+")[0].split(".")[:2]) not in SUPPORTED_VLLM:
         f"found vLLM {_version}: its offloading interfaces differ"
     )
 
+from .factory import make_manager  # noqa: E402
 from .manager import KVOffloadingManager  # noqa: E402
 from .spec import KVOffloadingSpec  # noqa: E402
 from .worker import KVOffloadingWorker  # noqa: E402
 
-__all__ = ["KVOffloadingManager", "KVOffloadingSpec", "KVOffloadingWorker", "SUPPORTED_VLLM"]
+__all__ = ["KVOffloadingManager", "KVOffloadingSpec", "KVOffloadingWorker", "SUPPORTED_VLLM", "make_manager"]

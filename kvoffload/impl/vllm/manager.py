@@ -1,9 +1,14 @@
-"""``KVOffloadingManager``: vLLM 0.32's ``OffloadingManager`` over our contract manager.
+"""``KVOffloadingManager``: vLLM's ``OffloadingManager`` (0.32 and 0.33) over our contract manager.
 
-A thin adapter (mapping table: the package docstring). The only state it keeps beyond
-the core manager is the set of keys whose store is prepared but not completed, so that
-a per-key lookup can answer ``HIT_PENDING`` (M1 reports pending blocks as a miss), and
-counters of what it was told.
+A thin adapter (mapping table: the package docstring) over a ``KeyIndexedManager``:
+the core manager plus Python sets of its present keys (ready, pending). vLLM's
+connector calls ``lookup(key, ctx)`` once per key, up to a request's whole prefix at
+every scheduler step; that call is two set-membership tests here and never enters
+compiled code. Batch calls go to the core, which keeps the sets in step (``keyindex``).
+Besides it the adapter keeps, per request, the keys to touch when the request finishes
+(vLLM 0.32 updates recency there), counters of what it was told, and vLLM 0.33's
+additions in their own modules: the reset fence (N1, ``reset_fence``), admission (N2,
+``admission``), metrics (N3, ``stats``), metadata-only release events (N4), the lock (N5).
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any
+from itertools import filterfalse, islice
+from operator import itemgetter, lt
+from typing import Any, cast
 
 from vllm.v1.kv_offload.base import (
     LookupResult,
@@ -25,27 +32,40 @@ from vllm.v1.kv_offload.cpu.common import CPULoadStoreSpec
 from vllm.v1.metrics.cache_hit_source import CacheHitSource
 
 from ...spec.types import BlockHash
+from ..keyindex import KeyIndexedManager
 from ..manager import CPUOffloadingManager
 from . import features
-from ._log import log_event
+from ._log import log_enabled, log_event
 from .admission import StoreAdmission
 from .reset_fence import ResetFence
 from .stats import ManagerStats
 
 __all__ = ["KVOffloadingManager"]
 
+_HIT = LookupResult.HIT
+_HIT_PENDING = LookupResult.HIT_PENDING
+_MISS = LookupResult.MISS
+
 
 def _keys(keys: Iterable[bytes]) -> list[BlockHash]:
-    """vLLM passes lists and sets of ``OffloadKey`` (plain ``bytes``): one list, in order."""
-    return [BlockHash(key) for key in keys]
+    """vLLM passes lists (used as they are) and sets of ``OffloadKey`` (plain ``bytes``,
+    which our contract takes as they are: I8)."""
+    return cast("list[BlockHash]", keys if isinstance(keys, list) else list(keys))
+
+
+#: An ``OffloadKey``'s group index bytes, big-endian: they order as vLLM's integer does
+#: (a C-level key function: no Python frame per key).
+_group = itemgetter(slice(-4, None))
 
 
 class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
-    """vLLM 0.32 ``OffloadingManager`` backed by a ``CPUOffloadingManager`` (M0–M10).
+    """vLLM ``OffloadingManager`` backed by a ``CPUOffloadingManager`` (M0–M10).
 
     ``factory`` builds the core manager; it is called again by ``reset_cache``.
-    ``admission``: the store threshold (N2), off by default; ``info``: the labels of
-    vLLM 0.33's info gauge (N3).
+    Answers are those of vLLM's own ``CPUOffloadingManager`` of the same policy for LRU
+    (lookups, stored and evicted keys, events), block ids aside. ``admission``: the
+    store threshold (N2), off by default; ``info``: the labels of vLLM 0.33's info
+    gauge (N3).
     """
 
     def __init__(
@@ -55,8 +75,14 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         admission: StoreAdmission | None = None,
         info: Mapping[str, str | int | float | bool] | None = None,
     ) -> None:
-        self._factory = factory
-        self.core: CPUOffloadingManager = factory()
+        self.cache = KeyIndexedManager(factory)
+        # The cache's two sets (the same objects for its whole life): all of a lookup.
+        self._ready = self.cache.ready
+        self._pending = self.cache.pending
+        self.counters: Counter[str] = Counter()
+        # Per-key lookup answers, counted as plain ints (the hot path; N3 reports them).
+        self.lookup_hits = 0
+        self.lookup_misses = 0
         # 0.33's exclusion (N5): vLLM enters it around every call; a real lock, so
         # that a thread other than the scheduler's (a metrics reader) is kept out too.
         self._lock = threading.Lock()
@@ -65,27 +91,40 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self.stats = ManagerStats()
         self._info = dict(info or {})
         self._events: list[Any] = []  # ours (N4) and the core's, in order
-        self.pending: set[bytes] = set()
-        self.counters: Counter[str] = Counter()
+        # The JSON-lines test seam is read once: a disabled log costs nothing per call.
+        self._log = log_enabled()
         # req_id -> the keys the request loaded or offered for storing, in call order
         # (a dict as an ordered set); turned into one touch when the request finishes.
-        self._seen: dict[str, dict[BlockHash, None]] = {}
+        self._seen: dict[str, dict[bytes, None]] = {}
 
-    def _record(self, req_context: Any, hashes: list[BlockHash]) -> None:
+    @property
+    def core(self) -> CPUOffloadingManager:
+        """The core manager of now (``reset_cache`` replaces it)."""
+        return self.cache.core
+
+    @property
+    def pending(self) -> set[bytes]:
+        """Keys whose store is prepared and not completed (the live set: do not modify)."""
+        return self._pending
+
+    def _record(self, req_context: Any, keys: Iterable[bytes]) -> None:
         req_id = getattr(req_context, "req_id", None)
         if req_id is not None:
-            self._seen.setdefault(req_id, {}).update(dict.fromkeys(hashes))
+            seen = self._seen.get(req_id)
+            if seen is None:
+                seen = self._seen[req_id] = {}
+            seen.update(dict.fromkeys(keys))
 
     # -- lookups ------------------------------------------------------------------------
     def lookup(self, key: bytes, req_context: Any) -> Any:
-        if self.core.lookup([BlockHash(key)]) == 1:
-            self.counters["lookup_hit"] += 1
-            return LookupResult.HIT
-        if key in self.pending:
-            self.counters["lookup_hit_pending"] += 1
-            return LookupResult.HIT_PENDING
-        self.counters["lookup_miss"] += 1
-        return LookupResult.MISS
+        """M1 per key (K1): ``HIT`` ready, ``HIT_PENDING`` pending, ``MISS`` absent."""
+        if key in self._ready:
+            self.lookup_hits += 1
+            return _HIT
+        if key in self._pending:
+            return _HIT_PENDING
+        self.lookup_misses += 1
+        return _MISS
 
     def get_load_source(self, key: bytes, req_context: Any) -> Any:
         return CacheHitSource.HOST
@@ -93,21 +132,23 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
     # -- loads --------------------------------------------------------------------------
     def prepare_load(self, keys: Collection[bytes], req_context: Any) -> Any:
         hashes = _keys(keys)
-        spec = self.core.prepare_load(hashes)
+        spec = self.cache.prepare_load(hashes)
         self._record(req_context, hashes)
         self.counters["prepare_load_calls"] += 1
         self.counters["prepare_load_blocks"] += len(hashes)
-        log_event(side="scheduler", op="prepare_load", blocks=len(hashes))
+        if self._log:
+            log_event(side="scheduler", op="prepare_load", blocks=len(hashes))
+        # vLLM's spec turns any sequence into an int32 array: give it ours (no list).
         return CPULoadStoreSpec(self.fence.physical(spec.block_ids))
 
     def touch(self, keys: Collection[bytes], req_context: Any) -> None:
         hashes = _keys(keys)
-        self.core.touch(hashes)
+        self.cache.touch(hashes)
         self.counters["touch_blocks"] += len(hashes)
 
     def complete_load(self, keys: Collection[bytes], req_context: Any) -> None:
         hashes = _keys(keys)
-        self.core.complete_load(hashes)
+        self.cache.complete_load(hashes)
         self.counters["complete_load_blocks"] += len(hashes)
 
     # -- stores -------------------------------------------------------------------------
@@ -115,20 +156,28 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         hashes = _keys(keys)
         if self.admission.enabled:  # N2: new keys below the threshold are not offered
             hashes = self.admission.filter_offer(hashes, self._resident)
-        output = self.core.prepare_store(hashes)
-        self._record(req_context, hashes)
+        # vLLM records the request's absent and ready keys (not the pending ones), even
+        # when the store is then refused; read before the call changes the index.
+        offered: Iterable[bytes] = hashes
+        if self._pending:
+            try:
+                offered = list(filterfalse(self._pending.__contains__, hashes))
+            except TypeError:  # an unhashable element: the core refuses it below (M9)
+                offered = []
+        output = self.cache.prepare_store(hashes)
+        self._record(req_context, offered)
         if output is None:
             self.counters["prepare_store_refused"] += 1
-            log_event(side="scheduler", op="prepare_store", refused=True, blocks=len(hashes))
+            if self._log:
+                log_event(side="scheduler", op="prepare_store", refused=True, blocks=len(hashes))
             return None
-        to_store = list(output.block_hashes_to_store)
-        evicted = list(output.block_hashes_evicted)
-        self.pending.update(to_store)
+        to_store = output.block_hashes_to_store
+        evicted = output.block_hashes_evicted
         self.counters["store_blocks"] += len(to_store)
         self.counters["evicted_blocks"] += len(evicted)
         if to_store:
             self.stats.allocated(len(to_store))
-        if to_store or evicted:
+        if self._log and (to_store or evicted):
             log_event(side="scheduler", op="prepare_store", blocks=len(to_store), evicted=len(evicted))
         ids = getattr(output.store_spec, "block_ids")
         return PrepareStoreOutput(
@@ -139,9 +188,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
 
     def complete_store(self, keys: Collection[bytes], req_context: Any, success: bool = True) -> None:
         hashes = _keys(keys)
-        failed = [] if success or not features.METADATA_ONLY_EVENTS else [h for h in hashes if h in self.pending]
-        self.core.complete_store(hashes, success=bool(success))
-        self.pending.difference_update(hashes)
+        failed = [] if success or not features.METADATA_ONLY_EVENTS else [h for h in hashes if h in self._pending]
+        self.cache.complete_store(hashes, success=bool(success))
         if failed and self.core.enable_events:  # N4: released, not a public eviction
             self._queue_own_event(failed)
         self.counters["complete_store_blocks" if success else "failed_store_blocks"] += len(hashes)
@@ -159,27 +207,45 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         seen = self._seen.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
         if not seen:
             return
-        keys = list(seen)
-        position = getattr(req_context, "get_offload_key_position", None)
-        if callable(position):
-            positions = [position(k) for k in keys]
-            if all(p is not None for p in positions):
-                order = sorted(range(len(keys)), key=lambda i: positions[i])
-                keys = [keys[i] for i in order]
-        self.core.touch(keys)
-        self.counters["touch_blocks"] += len(keys)
+        self.cache.touch(_keys(self._finish_order(list(seen), req_context)))
+        self.counters["touch_blocks"] += len(seen)
+
+    @staticmethod
+    def _finish_order(keys: list[bytes], req_context: Any) -> list[bytes]:
+        """vLLM's order (``order_request_keys``): keys by group, first seen first, then
+        by end-token position when every key has one (stable: groups break ties)."""
+        if len(keys) < 2:
+            return keys
+        # vLLM 0.32's ReqContext keeps the positions in this dict; reading it directly
+        # keeps the work at C speed (a method call per key costs more than the sort).
+        positions = getattr(req_context, "_offload_key_positions", None)
+        if not isinstance(positions, dict):
+            position = getattr(req_context, "get_offload_key_position", None)
+            positions = {key: position(key) for key in keys} if callable(position) else {}
+            positions = {key: p for key, p in positions.items() if p is not None}
+        try:
+            order = list(map(positions.__getitem__, keys))
+        except KeyError:  # a key without a position: groups, first seen first
+            keys.sort(key=_group)
+            return keys
+        if all(map(lt, order, islice(order, 1, None))):
+            return keys  # already in position order (the usual case): no sort
+        if len(set(order)) < len(keys):
+            keys.sort(key=_group)  # equal positions (one per group): groups break ties
+        keys.sort(key=positions.__getitem__)
+        return keys
 
     def _resident(self, key: bytes) -> bool:
         """Present in the core: being stored (pending) or ready."""
-        return key in self.pending or self.core.lookup([BlockHash(key)]) == 1
+        return key in self._ready or key in self._pending
 
     def _drain_core_events(self) -> None:
-        for event in self.core.take_events():
+        for event in self.cache.take_events():
             self._events.append(
                 OffloadingEvent(keys=list(event.block_hashes), medium=Medium.CPU, removed=event.removed)
             )
 
-    def _queue_own_event(self, keys: list[BlockHash]) -> None:
+    def _queue_own_event(self, keys: list[bytes]) -> None:
         self._drain_core_events()  # keep the order of what happened
         self._events.append(OffloadingEvent(keys=keys, medium=Medium.CPU, removed=True, metadata_only=True))
 
@@ -202,27 +268,30 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         return self._lock
 
     def reset_cache(self) -> None:
-        """Every block dropped. 0.33 (N1): blocks a copy may still touch stay fenced until
+        """Every block dropped; events already queued are kept, as vLLM's own manager
+        keeps them. 0.33 (N1): blocks a copy may still touch stay fenced until
         ``on_reset_flushed``; 0.32 discards pre-reset jobs and flushes them first."""
-        old, self.core = self.core, self._factory()
+        old = self.cache.core
+        self.cache.reset()
         if features.RESET_FENCE:
-            self.counters["fenced_blocks"] += self.fence.fence(old, self.core)
+            self.counters["fenced_blocks"] += self.fence.fence(old, self.cache.core)
         else:
             self.fence = ResetFence()
-        self._events.clear()
-        self.pending.clear()
         self._seen.clear()
         self.counters["resets"] += 1
-        log_event(side="scheduler", op="reset_cache")
+        if self._log:
+            log_event(side="scheduler", op="reset_cache")
 
     def on_reset_flushed(self) -> None:
         """N1: the workers reported every job in flight at the last reset: free its blocks."""
-        self.counters["released_fenced_blocks"] += self.fence.release(self.core)
+        self.counters["released_fenced_blocks"] += self.fence.release(self.cache.core)
 
     def get_stats(self) -> Any:
         """N3: the metric families of vLLM's CPU manager plus ours (``stats.py``)."""
+        self.counters["lookup_hit"] = self.lookup_hits
+        self.counters["lookup_miss"] = self.lookup_misses
         skipped = self.admission.take_skipped() if self.admission.enabled else None
-        return self.stats.collect(self.core, self.counters, skipped)
+        return self.stats.collect(self.cache.core, self.counters, skipped)
 
     def config_info(self) -> Sequence[Mapping[str, str | int | float | bool]]:
         """N3 (0.33): the info gauge's labels, one series."""

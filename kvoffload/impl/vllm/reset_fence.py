@@ -38,10 +38,10 @@ class ResetFence:
         self.perm: npt.NDArray[np.int64] | None = None  # None: the identity
         self.placeholders: list[BlockHash] = []
 
-    def physical(self, core_ids: npt.NDArray[np.int64]) -> list[int]:
-        """The physical block ids (what the worker copies) of core block ids."""
-        ids: list[int] = (core_ids if self.perm is None else self.perm[core_ids]).tolist()
-        return ids
+    def physical(self, core_ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The physical block ids (what the worker copies) of core block ids: the same
+        array while no fence renamed them (the common case costs nothing)."""
+        return core_ids if self.perm is None else self.perm[core_ids]
 
     def fence(self, old_core: CPUOffloadingManager, new_core: CPUOffloadingManager) -> int:
         """N1: occupy, in the fresh ``new_core``, the physical blocks ``old_core`` had in

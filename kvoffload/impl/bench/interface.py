@@ -1,0 +1,88 @@
+"""The side-by-side tables of ``kvoffload bench manager`` and ``kvoffload bench trace``:
+every manager through vLLM's interface and through the batch API, beside the floor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from .conventions import PHASES, Run
+
+__all__ = ["Comparison", "print_comparisons"]
+
+_IF, _BATCH = "vLLM interface", "batch API"
+_FLOOR, _OURS, _VLLM, _REF = "floor (OrderedDict LRU)", "kvoffload", "vLLM 0.32", "reference"
+
+
+@dataclass
+class Comparison:
+    """The runs of one workload, capacity and policy."""
+
+    workload: str
+    capacity: int
+    policy: str
+    runs: list[Run]
+    differs: list[str]
+    blocks: int  # blocks of all requests
+
+    def get(self, label: str, convention: str) -> Run | None:
+        return next((r for r in self.runs if r.label == label and r.convention == convention), None)
+
+
+def _ns(run: Run | None) -> str:
+    return "—" if run is None else f"{run.per_block():.0f}"
+
+
+def _ratio(run: Run | None, floor: Run | None) -> str:
+    if run is None or floor is None:
+        return "—"
+    return f"×{run.per_block() / floor.per_block():.2f}"
+
+
+def _row(c: Comparison) -> list[str]:
+    row = [c.workload, f"{c.capacity:,}", c.policy]
+    for convention, labels in ((_IF, (_OURS, _VLLM)), (_BATCH, (_OURS, _REF))):
+        base = c.get(_FLOOR, convention)
+        row.append(_ns(c.get(_FLOOR, convention)))
+        for label in labels:
+            run = c.get(label, convention)
+            row += [_ns(run), _ratio(run, base)]
+    lead = c.get(_OURS, _IF) or c.get(_OURS, _BATCH)
+    row.append("—" if lead is None else f"{lead.hit_ratio:.1%}")
+    row.append("yes" if not c.differs else "no: " + ", ".join(c.differs))
+    return row
+
+
+def print_comparisons(console: Any, title: str, comparisons: list[Comparison]) -> None:
+    """One row per comparison (ns per request block, ratios to the LRU floor of the same
+    convention, ARC rows too), then the phases. Times are CPU times (``conventions.compare``).
+    Raises ``ClickException`` if a manager that must agree with kvoffload did not."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in ("workload", "capacity", "policy",
+                   "floor (vLLM if.)", "kvoffload (vLLM if.)", "vs floor", "vLLM 0.32 (vLLM if.)", "vs floor",
+                   "floor (batch)", "kvoffload (batch)", "vs floor", "reference (batch)", "vs floor",
+                   "hit ratio", "answers agree"):
+        table.add_column(column, justify="right")
+    for c in comparisons:
+        table.add_row(*_row(c))
+    console.print(table)
+    phases = Table(title="where the time goes: ns per request block, by phase "
+                         "(finish = on_new_request + on_request_finished, or the batch API's touch)")
+    for column in ("workload", "capacity", "policy", "manager", "convention", *PHASES, "all"):
+        phases.add_column(column, justify="right")
+    for c in comparisons:
+        for run in c.runs:
+            phases.add_row(c.workload, f"{c.capacity:,}", c.policy, run.label, run.convention,
+                           *[f"{run.per_block(p):.0f}" for p in PHASES], f"{run.per_block():.0f}")
+    console.print(phases)
+    bad = [f"{c.workload} {c.capacity:,} {c.policy}: {d}" for c in comparisons for d in c.differs
+           if not d.endswith("(may differ)")]
+    if bad:
+        raise click.ClickException("answers differ from kvoffload's: " + "; ".join(bad))
+    console.print("Answers: every manager marked 'must agree' gave kvoffload's answers on every request "
+                  "(hits, keys to store, evicted keys, in order); '(may differ)' marks vLLM's own ARC, "
+                  "a different algorithm, and the LRU floor under ARC.")

@@ -1,0 +1,38 @@
+"""``make_manager``: the vLLM-facing manager without a vLLM config (benchmarks, tests)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from ..manager import MANAGER_POLICIES, CPUOffloadingManager
+from .manager import KVOffloadingManager
+
+__all__ = ["make_manager"]
+
+
+def make_manager(num_blocks: int, policy: str = "lru", enable_events: bool = False) -> KVOffloadingManager:
+    """A ``KVOffloadingManager`` over ``num_blocks`` CPU blocks, ready for vLLM 0.32's
+    ``OffloadingManager`` calls, built without an ``OffloadingConfig``.
+
+    It is what ``KVOffloadingSpec(config).get_manager()`` returns for the same capacity,
+    policy (``"lru"`` or ``"arc"``, exact; S1–S4) and events setting, and answers as
+    vLLM's own ``CPUOffloadingManager(num_chunks=num_blocks, cache_policy="lru")`` does
+    for LRU: keys are ``OffloadKey`` bytes, block ids lie in ``[0, num_blocks)``.
+    Bad arguments raise ``ValueError`` here, before anything is built::
+
+        from kvoffload.impl.vllm import make_manager
+        from vllm.v1.kv_offload.base import ReqContext
+
+        manager = make_manager(1024, policy="arc")
+        ctx = ReqContext(req_id="r1")
+        manager.on_new_request(ctx)
+        out = manager.prepare_store([b"k" * 36], ctx)
+        manager.complete_store(out.keys_to_store, ctx)
+        manager.lookup(b"k" * 36, ctx)          # LookupResult.HIT
+    """
+    if not isinstance(policy, str) or policy not in MANAGER_POLICIES:
+        raise ValueError(f"S4: policy={policy!r} is not one of {list(MANAGER_POLICIES)}")
+    # The adapter builds its first core at once: a bad num_blocks raises there (S4).
+    return KVOffloadingManager(
+        partial(CPUOffloadingManager, num_blocks, policy=policy, enable_events=bool(enable_events))
+    )
