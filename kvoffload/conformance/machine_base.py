@@ -59,6 +59,8 @@ class RunStats:
     steps: int = 0
     examples: int = 0
     clauses: set[str] = attrs.field(factory=set)
+    #: checks that could not run on this target, each with why (never listed as exercised)
+    skipped: set[str] = attrs.field(factory=set)
     progress: bool = False
     label: str = ""
     started: float = attrs.field(factory=time.perf_counter)
