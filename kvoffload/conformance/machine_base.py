@@ -43,7 +43,7 @@ class FactoryRef:
         if not self.importable:
             return [f"factory = ...  # your factory: {self.source}"]
         module, _, attr = self.source.partition(":")
-        head = attr.split(".")[0]
+        head = attr.split(".")[0].removesuffix("()")  # "TestX().make_manager" imports TestX
         return [f"from {module} import {head}"]
 
     def call(self, arguments: str) -> str:

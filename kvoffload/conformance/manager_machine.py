@@ -406,7 +406,8 @@ class ManagerMachine(ConformanceMachine):
         got_to_store = list(target_value.block_hashes_to_store)
         if got_to_store != list(model_value.block_hashes_to_store):
             expected = "[" + ", ".join(map(self.log.name, model_value.block_hashes_to_store)) + "]"
-            self.fail("M5", f"block_hashes_to_store is {got_to_store!r}, the contract expects {expected} "
+            got = "[" + ", ".join(map(self.log.name, got_to_store)) + "]"
+            self.fail("M5", f"block_hashes_to_store is {got}, the contract expects {expected} "
                       "(M5.1: the absent hashes, first occurrence order)",
                       f"list({var}.block_hashes_to_store) == {expected}")
         if self.adopt is None and evicted != list(model_value.block_hashes_evicted):

@@ -4,6 +4,12 @@ says more than the batch interface of M0–M10.
 The conformance suite's vLLM mode drives a vLLM-interface manager through an adapter
 (K2) and asks this module what each per-key answer and each request's end must be.
 Nothing here imports vLLM: answers are named by ``LookupResult`` member names.
+
+Where the rest lives: K2 (the batch calls through the per-key interface), K3 (the
+errors vLLM documents), K4 (metadata-only events), K7 (``reset_cache``: the model
+becomes a fresh ``ReferenceManager`` of the same capacity and policy) and K8 (a vLLM
+``CachePolicy`` told of ``ref_cnt`` transitions) are mappings between the two
+interfaces, executed by ``kvoffload.conformance.vllm``; this module holds K1, K5, K6.
 """
 
 from __future__ import annotations

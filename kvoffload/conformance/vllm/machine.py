@@ -41,12 +41,18 @@ class VllmManagerMachine(ManagerMachine):
         self.construct = f"as_contract_manager({self.construct})"
         self.stats.skipped.add("M9 (bad types: vLLM's interface types keys statically only)")
         self.request: RequestAccess | None = None
+        self.finished_requests = 0
+        self.ghost_store_misses = 0  # K6 reports that moved ARC's p
         return VllmManagerView(raw)
 
     def fail(self, clauses: Any, message: str, check: str = "") -> Any:
         ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
         if ids and ids[0] in BATCH_CLAUSES and "K2" not in ids:
             ids = (*ids, "K2")
+        if ids and ids[0] in ("L3", "A4", "M10"):
+            # exact victims also depend on the per-key interface's recency rules
+            ids = (ids[0], *(["K5"] if self.finished_requests else []),
+                   *(["K6"] if self.ghost_store_misses else []), *ids[1:])
         super().fail(ids, message, check)
 
     def fresh_model(self) -> None:
@@ -99,6 +105,7 @@ class VllmManagerMachine(ManagerMachine):
             absent = [h for h in items if isinstance(h, bytes) and self.ref(h) is None]
             fresh = absent if self.request is None else self.request.new_store_misses(absent)
             if fresh:
+                self.ghost_store_misses += len(set(fresh) & set(self.ghosts()))
                 # K6: vLLM's prepare_store hands its new store misses to the policy
                 # (``on_store_miss``, by default a touch: ARC's ghosts move p, A3) first.
                 self.model.policy.touch(list(fresh))
@@ -140,6 +147,7 @@ class VllmManagerMachine(ManagerMachine):
         else:
             self.model.policy.touch(request_order(access))
         self.calls.append(("touch", request_order(access), {}))  # approximate, for M10's explanation only
+        self.finished_requests += 1
         self.exercised("K5")
 
     # -- K4: metadata-only events ------------------------------------------------------------------
