@@ -113,6 +113,29 @@ class VllmManagerMachine(ManagerMachine):
                 self.exercised("K6")
         return super().call(method, items, shape, hook, **keywords)
 
+    # -- K6 steering: ghosts stored again ------------------------------------------------------------
+    @precondition(lambda self: bool(self.ghosts()))
+    @rule(data=st.data())
+    def store_ghosts(self, data: st.DataObject) -> None:
+        """K6, A3: store ARC ghosts again (each moves p), promote a ready T1 block to T2
+        (so both lists can give victims) and store fresh keys into the full cache: the
+        victims then show whether p moved."""
+        for _ in range(data.draw(st.integers(1, 3), label="rounds")):
+            ghosts = self.ghosts()
+            if ghosts:
+                items = data.draw(st.lists(st.sampled_from(ghosts), min_size=1, max_size=min(2, len(ghosts)),
+                                           unique=True), label="ghosts")
+                self._prepare_store(items, data)
+                stored = [h for h in items if self.ref(h) == -1]
+                if stored:
+                    self.call("complete_store", stored, "list", success=True)
+            ready = self.ready()
+            if ready:
+                self.call("touch", [data.draw(st.sampled_from(ready), label="promoted")], "list")
+        absent = [h for h in self.pool if self.ref(h) is None and h not in self.ghosts()]
+        if absent:
+            self._prepare_store([data.draw(st.sampled_from(absent), label="fresh")], data)
+
     # -- K5: requests spanning several calls ------------------------------------------------------
     @rule(data=st.data())
     def request(self, data: st.DataObject) -> None:
