@@ -42,26 +42,26 @@ class RequestAccess:
     keys its ``prepare_store`` calls offered (each reported once, K6)."""
 
     def __init__(self) -> None:
-        self.observed: dict[BlockHash, None] = {}
-        self.inserted: set[BlockHash] = set()
-        self.reused: set[BlockHash] = set()
-        self.store_misses: set[BlockHash] = set()
+        self.observed: dict[bytes, None] = {}
+        self.inserted: set[bytes] = set()
+        self.reused: set[bytes] = set()
+        self.store_misses: set[bytes] = set()
 
-    def new_store_misses(self, absent: Sequence[BlockHash]) -> list[BlockHash]:
+    def new_store_misses(self, absent: Sequence[bytes]) -> list[bytes]:
         """K6: the absent keys of one ``prepare_store`` not yet reported by this request,
         in input order; they are reported now (the policy sees them as a touch: A3)."""
         fresh = [h for h in absent if h not in self.store_misses]
         self.store_misses.update(fresh)
         return fresh
 
-    def loaded(self, keys: Iterable[BlockHash]) -> None:
+    def loaded(self, keys: Iterable[bytes]) -> None:
         """K5: ``prepare_load`` observes every key and reuses it."""
         for key in keys:
             self.observed.setdefault(key, None)
             if key not in self.inserted:
                 self.reused.add(key)
 
-    def offered(self, absent: Iterable[BlockHash], ready: Iterable[BlockHash], stored: Iterable[BlockHash]) -> None:
+    def offered(self, absent: Iterable[bytes], ready: Iterable[bytes], stored: Iterable[bytes]) -> None:
         """K5: ``prepare_store`` observes its absent and ready keys (pending ones are not
         observed), reuses the ready ones and inserts what it stored."""
         ready = list(ready)
@@ -71,13 +71,13 @@ class RequestAccess:
         self.inserted.update(stored)
 
 
-def group_index(key: BlockHash) -> int:
+def group_index(key: bytes) -> int:
     """K5: the KV cache group of a vLLM ``OffloadKey`` (block hash + 4-byte big-endian
     group index): its last four bytes."""
     return int.from_bytes(key[-4:], "big")
 
 
-def request_order(access: RequestAccess) -> list[BlockHash]:
+def request_order(access: RequestAccess) -> list[bytes]:
     """K5: the order a finished request's keys are applied in: grouped by KV cache group
     (ascending group index), first observation first within a group (stable sort)."""
     return sorted(access.observed, key=group_index)
@@ -89,7 +89,8 @@ def arc_request_finished(policy: ReferenceARCPolicy, access: RequestAccess) -> N
     second use); a key it reused moves from T1 to T2's most-recent end, or to T2's
     most-recent end; any other key is left alone. (LRU: ``touch`` of ``request_order``.)"""
     insertion_only = access.inserted - access.reused
-    for key in reversed(request_order(access)):
+    for raw in reversed(request_order(access)):
+        key = BlockHash(raw)
         if key in insertion_only:
             for lst in (policy.t1, policy.t2):
                 if key in lst:

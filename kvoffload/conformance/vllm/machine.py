@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from ...spec import ReferenceARCPolicy, ReferenceManager
+from ...spec.types import BlockHash
 from ...spec.keyed import RequestAccess, arc_request_finished, expected_lookup, request_order
 from ..adopting import AdoptingPolicy
 from ..machine_base import invoke
@@ -40,7 +41,7 @@ class VllmManagerMachine(ManagerMachine):
         raw = super().build(**arguments)
         self.construct = f"as_contract_manager({self.construct})"
         self.stats.skipped.add("M9 (bad types: vLLM's interface types keys statically only)")
-        self.request: RequestAccess | None = None
+        self.open_request: RequestAccess | None = None
         self.finished_requests = 0
         self.ghost_store_misses = 0  # K6 reports that moved ARC's p
         return VllmManagerView(raw)
@@ -103,12 +104,12 @@ class VllmManagerMachine(ManagerMachine):
     def call(self, method: str, items: list[Any], shape: str, hook: Any = None, **keywords: Any) -> Any:
         if method == "prepare_store":
             absent = [h for h in items if isinstance(h, bytes) and self.ref(h) is None]
-            fresh = absent if self.request is None else self.request.new_store_misses(absent)
+            fresh = absent if self.open_request is None else self.open_request.new_store_misses(absent)
             if fresh:
                 self.ghost_store_misses += len(set(fresh) & set(self.ghosts()))
                 # K6: vLLM's prepare_store hands its new store misses to the policy
                 # (``on_store_miss``, by default a touch: ARC's ghosts move p, A3) first.
-                self.model.policy.touch(list(fresh))
+                self.model.policy.touch([BlockHash(h) for h in fresh])
                 self.calls.append(("touch", list(fresh), {}))
                 self.exercised("K6")
         return super().call(method, items, shape, hook, **keywords)
@@ -138,15 +139,16 @@ class VllmManagerMachine(ManagerMachine):
 
     # -- K5: requests spanning several calls ------------------------------------------------------
     @rule(data=st.data())
-    def request(self, data: st.DataObject) -> None:
+    def finished_request(self, data: st.DataObject) -> None:
         """K5, K6: one request loads some ready keys, offers a batch to prepare_store
         (maybe twice), and finishes; its end updates recency (LRU: a touch; ARC: K5)."""
-        access = self.request = RequestAccess()
+        access = self.open_request = RequestAccess()
         self.log.add("m.request = m.context()")
         self.target.request = self.target.context()
         try:
             ready = self.ready()
-            if ready and data.draw(st.booleans(), label="load"):
+            load: bool = bool(ready) and data.draw(st.booleans(), label="load")
+            if load:
                 items = data.draw(st.lists(st.sampled_from(ready), min_size=1, max_size=len(ready), unique=True),
                                   label="hashes")
                 self._prepare_load(data, items)
@@ -159,7 +161,7 @@ class VllmManagerMachine(ManagerMachine):
                 stored = [h for h in absent if self.ref(h) == -1]
                 access.offered(absent, ready_now, stored)
         finally:
-            self.request = None
+            self.open_request = None
         self.step()
         self.log.add("m.finish_request()")
         _, error = invoke(self.target.finish_request)
@@ -168,7 +170,7 @@ class VllmManagerMachine(ManagerMachine):
         if isinstance(self.model.policy, ReferenceARCPolicy):
             arc_request_finished(self.model.policy, access)
         else:
-            self.model.policy.touch(request_order(access))
+            self.model.policy.touch([BlockHash(h) for h in request_order(access)])
         self.calls.append(("touch", request_order(access), {}))  # approximate, for M10's explanation only
         self.finished_requests += 1
         self.exercised("K5")
@@ -205,5 +207,5 @@ class VllmManagerMachine(ManagerMachine):
         self.sweep(("K7",), "after reset_cache")
 
     # -- not made against vLLM's interface ---------------------------------------------------------
-    def strict_bad_types(self, data: st.DataObject) -> None:  # type: ignore[override]
+    def strict_bad_types(self, data: st.DataObject) -> None:
         """Not a rule here: vLLM's interface does not check key types at run time (K3)."""

