@@ -106,6 +106,7 @@ class ManagerMachine(ConformanceMachine):
         self.event_meta: tuple[Any, Any] | None = None
         self.replayed: set[bytes] = set()
         self.calls: list[tuple[str, list[Any], dict[str, Any]]] = []  # for explaining mismatches (M10)
+        self.failed_since_take: set[bytes] = set()  # hashes whose store failed since take_events
 
     # -- model views --------------------------------------------------------------------
     def ref(self, block_hash: bytes) -> int | None:
@@ -454,7 +455,9 @@ class ManagerMachine(ConformanceMachine):
 
     def _complete_store(self, data: st.DataObject, items: list[bytes]) -> None:
         success = data.draw(st.booleans(), label="success")
+        failing = set() if success else {h for h in items if self.ref(h) == -1}
         self.call("complete_store", items, self.draw_kind(data, with_set=True), success=success)
+        self.failed_since_take.update(failing)  # M7: these must never show up as stored
         clause = "M6" if success else "M7"
         self.exercised(clause, "C3")
         for h in items:
@@ -531,19 +534,26 @@ class ManagerMachine(ConformanceMachine):
                 self.fail("M8", f"event block_size/medium {meta!r} differ from earlier {self.event_meta!r}")
         if view != expected:
             index = next((i for i, (a, b) in enumerate(zip(view, expected)) if a != b), min(len(view), len(expected)))
-            if index < len(expected):
+            failed_stored = [hs for hs, removed in view if not removed and set(hs) & self.failed_since_take
+                             and (hs, removed) not in expected]
+            if failed_stored:
+                clause = "M7"  # a stored event for a failed store: the failing call was complete_store(success=False)
+            elif index < len(expected):
                 clause = "M5" if expected[index][1] else "M6"
             else:
                 hashes, removed = view[index]
                 ready = self.ready_set()
                 clause = "M5" if removed else ("M6" if all(h in ready for h in hashes) else "M7")
-            rendered = "[" + ", ".join(
-                f"([{', '.join(map(self.log.name, hs))}], {removed})" for hs, removed in expected) + "]"
+            def render(events: list[tuple[list[Any], bool]]) -> str:
+                return "[" + ", ".join(f"([{', '.join(map(self.log.name, hs))}], {rm})" for hs, rm in events) + "]"
+
+            rendered = render(expected)
             self.fail(
                 (clause, "M8", "I5"),
-                f"take_events yielded {len(view)} event(s) {view!r}; the contract expects {rendered}",
+                f"take_events yielded {len(view)} event(s) {render(view)}; the contract expects {rendered}",
                 f"[(list(e.block_hashes), e.removed) for e in {var}] == {rendered}",
             )
+        self.failed_since_take.clear()
         for hashes, removed in view:
             if removed:
                 self.replayed.difference_update(hashes)
