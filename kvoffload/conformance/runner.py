@@ -215,6 +215,8 @@ def run_conformance(
     result.steps = stats.steps
     result.examples = stats.examples
     result.clauses_exercised = tuple(sorted(stats.clauses, key=clause_sort_key))
+    if kind == "manager" and "I4" not in stats.clauses:
+        stats.skipped.add("I4 (the target's specs have no block_ids: aliasing cannot be checked)")
     result.clauses_skipped = tuple(sorted(stats.skipped))
     return result
 
