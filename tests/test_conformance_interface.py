@@ -91,3 +91,21 @@ def test_I4_reported_skipped_not_exercised_without_block_ids() -> None:
     full = check_manager(lambda num_blocks, enable_events=False: __import__("kvoffload").ReferenceManager(
         num_blocks, policy="lru", enable_events=enable_events), policy="lru", max_examples=15)
     assert "I4" in full.clauses_exercised and not full.clauses_skipped
+
+
+def _dict_store_manager(num_blocks: int, enable_events: bool = False) -> Any:
+    from kvoffload.spec import ReferenceManager
+
+    class DictOutput(ReferenceManager):
+        def prepare_store(self, block_hashes: Any) -> Any:
+            out = super().prepare_store(block_hashes)
+            return None if out is None else {"to_store": list(out.block_hashes_to_store)}
+
+    return DictOutput(num_blocks, policy="lru", enable_events=enable_events)
+
+
+def test_M5_wrong_return_type_is_named_with_a_reproduction() -> None:
+    result = check_manager(_dict_store_manager, policy="lru", max_examples=20)
+    assert not result.ok and result.clause == "M5", result.report()
+    assert "not a PrepareStoreOutput" in result.message
+    assert "m.prepare_store(" in result.reproduction

@@ -294,6 +294,18 @@ class ManagerMachine(ConformanceMachine):
                 check,
             )
 
+    def check_store_output(self, value: Any, var: str) -> None:
+        """M5.5: a ``PrepareStoreOutput`` (or ``None``); anything else is reported as M5
+        with the call that returned it, not as an error of the suite."""
+        fields = ("block_hashes_to_store", "store_spec", "block_hashes_evicted")
+        missing = [name for name in fields if not hasattr(value, name)]
+        lists_ok = not missing and all(
+            isinstance(getattr(value, name), (list, tuple)) for name in ("block_hashes_to_store", "block_hashes_evicted"))
+        if missing or not lists_ok:
+            self.fail("M5", f"prepare_store returned {value!r} ({type(value).__name__}), not a PrepareStoreOutput "
+                      f"with lists block_hashes_to_store and block_hashes_evicted and a store_spec, nor None",
+                      f"{var} is None or all(hasattr({var}, f) for f in {fields!r})")
+
     # -- rules ------------------------------------------------------------------------------
     @rule(data=st.data())
     def lookup(self, data: st.DataObject) -> None:
@@ -400,6 +412,7 @@ class ManagerMachine(ConformanceMachine):
             self.exercised("M5", "I6", "I7")
             self.sweep(("I7",), "after prepare_store returned None")
             return
+        self.check_store_output(target_value, var)
         evicted = list(target_value.block_hashes_evicted)
         self.check_victims(evicted, protected, need, blocks_before, var)
         if model_value is None:  # only reachable with exact policies
