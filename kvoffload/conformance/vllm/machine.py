@@ -56,6 +56,13 @@ class VllmManagerMachine(ManagerMachine):
                    *(["K6"] if self.ghost_store_misses else []), *ids[1:])
         super().fail(ids, message, check)
 
+    def m10_culprit(self, evicted: list[bytes]) -> str | None:
+        """No M10 explanation once a request finished (K5) or a store miss moved ARC's p
+        (K6): the replay that explains M10 does not model them, so a match would mislead."""
+        if self.finished_requests or self.ghost_store_misses:
+            return None
+        return super().m10_culprit(evicted)
+
     def fresh_model(self) -> None:
         """The model of a fresh manager of the same capacity and policy (K7)."""
         if self.policy_mode in ("lru", "arc"):
@@ -174,6 +181,18 @@ class VllmManagerMachine(ManagerMachine):
         self.calls.append(("touch", request_order(access), {}))  # approximate, for M10's explanation only
         self.finished_requests += 1
         self.exercised("K5")
+        # Recency shows only in later victims: often store fresh keys into the cache at
+        # once, so that the request's keys compete for eviction while the order is new.
+        for _ in range(data.draw(st.integers(0, 2), label="then store")):
+            absent = [h for h in self.pool if self.ref(h) is None]
+            if not absent:
+                break
+            items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(2, len(absent)),
+                                       unique=True), label="fresh")
+            self._prepare_store(items, data)
+            stored = [h for h in items if self.ref(h) == -1]
+            if stored:
+                self.call("complete_store", stored, "list", success=True)
 
     # -- K4: metadata-only events ------------------------------------------------------------------
     @rule()
