@@ -24,12 +24,14 @@ __all__ = ["main"]
 def _spec_locations() -> dict[str, list[str]]:
     """Where each clause id is cited in ``kvoffload/spec/*.py`` (module:line)."""
     cited: dict[str, list[str]] = {}
+    # the families the contract has (extensions included), not a fixed list of letters
+    families = "".join(sorted({clause.id.rstrip("0123456789") for clause in contract_clauses()}))
     spec_dir = resources.files("kvoffload.spec")
     for entry in sorted(spec_dir.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".py"):
             continue
         for number, line in enumerate(entry.read_text(encoding="utf-8").splitlines(), start=1):
-            for clause_id in set(re.findall(r"\b([MCIBPLASHEKNTFV]\d+)(?:\.\d+)?\b", line)):
+            for clause_id in set(re.findall(rf"\b([{families}]\d+)(?:\.\d+)?\b", line)):
                 cited.setdefault(clause_id, []).append(f"{entry.name}:{number}")
     return cited
 

@@ -60,3 +60,15 @@ def test_L2_policy_subclass_with_planted_bug_fails() -> None:
     with pytest.raises(ConformanceFailure) as caught:
         _PolicyTouchingPendingBug().test_conformance_default_mode()
     assert caught.value.clause in {"L3", "L2"}
+
+
+def test_M7_pytest_reproduction_runs_as_printed() -> None:
+    """The snippet builds the target through the test class's own maker (no ``factory``
+    attribute that does not exist) and stops at its closing check."""
+    with pytest.raises(ConformanceFailure) as caught:
+        _ManagerWithFailedStoreBug().test_conformance_default_mode()
+    reproduction = caught.value.reproduction
+    assert "_ManagerWithFailedStoreBug().make_manager(" in reproduction
+    with pytest.raises(AssertionError) as failed:
+        exec(compile(reproduction, "<reproduction>", "exec"), {"__name__": "__repro__"})
+    assert "M7" in str(failed.value)

@@ -5,7 +5,9 @@ Python: ``check_manager(factory, policy="any", strict=False, max_examples=None,
 steps=None, seed=0) -> ConformanceResult`` (and ``check_backend``, ``check_policy``).
 pytest: subclass ``ManagerConformance``/``BackendConformance``/``PolicyConformance``
 from ``kvoffload.conformance.pytest_support``. CLI: ``kvoffload conform manager
-MODULE:FACTORY [--policy lru|arc|any] [--strict]``.
+MODULE:FACTORY [--policy lru|arc|any] [--strict] [--interface auto|contract|vllm]``;
+targets written against vLLM's own interfaces are detected and judged by
+``kvoffload.conformance.vllm`` (K1–K8; needs vLLM).
 """
 
 from .adopting import AdoptingPolicy
@@ -21,6 +23,7 @@ from .runner import (
     run_conformance,
 )
 from .strategies import OneShot, hash_pools
+from .vllm import as_contract_manager, as_contract_policy
 
 __all__ = [
     "AdoptingPolicy",
@@ -32,6 +35,8 @@ __all__ = [
     "POLICY_MODES",
     "RunStats",
     "TargetSetupError",
+    "as_contract_manager",
+    "as_contract_policy",
     "check_backend",
     "check_manager",
     "check_policy",

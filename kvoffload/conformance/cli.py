@@ -41,6 +41,11 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
                                help="Also make protocol-breaking and badly typed calls (M1-M7, M9, B2, B3, P2, P3).")(command)
         if with_policy:
             command = click.option(
+                "--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
+                help="vllm: the target is written against vLLM 0.32/0.33's OffloadingManager or CachePolicy "
+                     "(K1-K8; needs vLLM importable); auto: detected from its signatures, reported.",
+            )(command)
+            command = click.option(
                 "--policy", type=click.Choice(list(POLICY_MODES)), default="any", show_default=True,
                 help="lru/arc/s3fifo/sieve: compare victims exactly with the reference policy; "
                 "any: check M5.3/I3/I6/P5 only.",
@@ -51,14 +56,14 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
 
 
 def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int | None,
-         steps: int | None, seed: int) -> None:
+         steps: int | None, seed: int, interface: str = "contract") -> None:
     try:
         loaded = load_factory(factory)
     except FactoryLoadError as error:
         raise click.UsageError(str(error)) from None
     try:
         result = run_conformance(kind, loaded, policy=policy, strict=strict, max_examples=max_examples,
-                                 steps=steps, seed=seed, progress=True, source=factory)
+                                 steps=steps, seed=seed, progress=True, source=factory, interface=interface)
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None
@@ -68,9 +73,10 @@ def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int |
 
 @conform.command()
 @_options(with_policy=True)
-def manager(factory: str, policy: str, strict: bool, max_examples: int | None, steps: int | None, seed: int) -> None:
-    """An OffloadingManager: M0-M10, I1-I8 (and L1-L3 / A1-A6 with --policy lru/arc)."""
-    _run("manager", factory, policy, strict, max_examples, steps, seed)
+def manager(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
+            seed: int) -> None:
+    """An OffloadingManager: M0-M10, I1-I8 (and L1-L3 / A1-A6 with --policy lru/arc; K1-K7 for vLLM's interface)."""
+    _run("manager", factory, policy, strict, max_examples, steps, seed, interface)
 
 
 @conform.command()
@@ -82,9 +88,10 @@ def backend(factory: str, strict: bool, max_examples: int | None, steps: int | N
 
 @conform.command()
 @_options(with_policy=True)
-def policy(factory: str, policy: str, strict: bool, max_examples: int | None, steps: int | None, seed: int) -> None:
-    """A CachePolicy: P1-P6 (and L1-L3 / A1-A6 with --policy lru/arc)."""
-    _run("policy", factory, policy, strict, max_examples, steps, seed)
+def policy(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
+           seed: int) -> None:
+    """A CachePolicy: P1-P6 (and L1-L3 / A1-A6 with --policy lru/arc; K8 for vLLM's interface)."""
+    _run("policy", factory, policy, strict, max_examples, steps, seed, interface)
 
 
 conform.help = (conform.help or "") + "\n\nDefault budgets (examples x steps): " + ", ".join(

@@ -43,7 +43,7 @@ class FactoryRef:
         if not self.importable:
             return [f"factory = ...  # your factory: {self.source}"]
         module, _, attr = self.source.partition(":")
-        head = attr.split(".")[0]
+        head = attr.split(".")[0].removesuffix("()")  # "TestX().make_manager" imports TestX
         return [f"from {module} import {head}"]
 
     def call(self, arguments: str) -> str:
@@ -59,6 +59,8 @@ class RunStats:
     steps: int = 0
     examples: int = 0
     clauses: set[str] = attrs.field(factory=set)
+    #: checks that could not run on this target, each with why (never listed as exercised)
+    skipped: set[str] = attrs.field(factory=set)
     progress: bool = False
     label: str = ""
     started: float = attrs.field(factory=time.perf_counter)

@@ -108,6 +108,7 @@ class ManagerMachine(ConformanceMachine):
         self.event_meta: tuple[Any, Any] | None = None
         self.replayed: set[bytes] = set()
         self.calls: list[tuple[str, list[Any], dict[str, Any]]] = []  # for explaining mismatches (M10)
+        self.failed_since_take: set[bytes] = set()  # hashes whose store failed since take_events
 
     # -- model views --------------------------------------------------------------------
     def ref(self, block_hash: bytes) -> int | None:
@@ -295,6 +296,18 @@ class ManagerMachine(ConformanceMachine):
                 check,
             )
 
+    def check_store_output(self, value: Any, var: str) -> None:
+        """M5.5: a ``PrepareStoreOutput`` (or ``None``); anything else is reported as M5
+        with the call that returned it, not as an error of the suite."""
+        fields = ("block_hashes_to_store", "store_spec", "block_hashes_evicted")
+        missing = [name for name in fields if not hasattr(value, name)]
+        lists_ok = not missing and all(
+            isinstance(getattr(value, name), (list, tuple)) for name in ("block_hashes_to_store", "block_hashes_evicted"))
+        if missing or not lists_ok:
+            self.fail("M5", f"prepare_store returned {value!r} ({type(value).__name__}), not a PrepareStoreOutput "
+                      f"with lists block_hashes_to_store and block_hashes_evicted and a store_spec, nor None",
+                      f"{var} is None or all(hasattr({var}, f) for f in {fields!r})")
+
     # -- rules ------------------------------------------------------------------------------
     @rule(data=st.data())
     def lookup(self, data: st.DataObject) -> None:
@@ -401,6 +414,7 @@ class ManagerMachine(ConformanceMachine):
             self.exercised("M5", "I6", "I7")
             self.sweep(("I7",), "after prepare_store returned None")
             return
+        self.check_store_output(target_value, var)
         evicted = list(target_value.block_hashes_evicted)
         self.check_victims(evicted, protected, need, blocks_before, var)
         if model_value is None:  # only reachable with exact policies
@@ -408,7 +422,8 @@ class ManagerMachine(ConformanceMachine):
         got_to_store = list(target_value.block_hashes_to_store)
         if got_to_store != list(model_value.block_hashes_to_store):
             expected = "[" + ", ".join(map(self.log.name, model_value.block_hashes_to_store)) + "]"
-            self.fail("M5", f"block_hashes_to_store is {got_to_store!r}, the contract expects {expected} "
+            got = "[" + ", ".join(map(self.log.name, got_to_store)) + "]"
+            self.fail("M5", f"block_hashes_to_store is {got}, the contract expects {expected} "
                       "(M5.1: the absent hashes, first occurrence order)",
                       f"list({var}.block_hashes_to_store) == {expected}")
         if self.adopt is None and evicted != list(model_value.block_hashes_evicted):
@@ -457,7 +472,9 @@ class ManagerMachine(ConformanceMachine):
 
     def _complete_store(self, data: st.DataObject, items: list[bytes]) -> None:
         success = data.draw(st.booleans(), label="success")
+        failing = set() if success else {h for h in items if self.ref(h) == -1}
         self.call("complete_store", items, self.draw_kind(data, with_set=True), success=success)
+        self.failed_since_take.update(failing)  # M7: these must never show up as stored
         clause = "M6" if success else "M7"
         self.exercised(clause, "C3")
         for h in items:
@@ -534,19 +551,26 @@ class ManagerMachine(ConformanceMachine):
                 self.fail("M8", f"event block_size/medium {meta!r} differ from earlier {self.event_meta!r}")
         if view != expected:
             index = next((i for i, (a, b) in enumerate(zip(view, expected)) if a != b), min(len(view), len(expected)))
-            if index < len(expected):
+            failed_stored = [hs for hs, removed in view if not removed and set(hs) & self.failed_since_take
+                             and (hs, removed) not in expected]
+            if failed_stored:
+                clause = "M7"  # a stored event for a failed store: the failing call was complete_store(success=False)
+            elif index < len(expected):
                 clause = "M5" if expected[index][1] else "M6"
             else:
                 hashes, removed = view[index]
                 ready = self.ready_set()
                 clause = "M5" if removed else ("M6" if all(h in ready for h in hashes) else "M7")
-            rendered = "[" + ", ".join(
-                f"([{', '.join(map(self.log.name, hs))}], {removed})" for hs, removed in expected) + "]"
+            def render(events: list[tuple[list[Any], bool]]) -> str:
+                return "[" + ", ".join(f"([{', '.join(map(self.log.name, hs))}], {rm})" for hs, rm in events) + "]"
+
+            rendered = render(expected)
             self.fail(
                 (clause, "M8", "I5"),
-                f"take_events yielded {len(view)} event(s) {view!r}; the contract expects {rendered}",
+                f"take_events yielded {len(view)} event(s) {render(view)}; the contract expects {rendered}",
                 f"[(list(e.block_hashes), e.removed) for e in {var}] == {rendered}",
             )
+        self.failed_since_take.clear()
         for hashes, removed in view:
             if removed:
                 self.replayed.difference_update(hashes)
@@ -614,4 +638,5 @@ class ManagerMachine(ConformanceMachine):
                 self.fail(("I4", "I8") if _confusable(h, other[0]) else ("I4",),
                           f"{self.log.name(h)} and {self.log.name(other[0])} are both present and share block {known[0]}",
                           f"{known[1]} != {other[1]}")
-        self.exercised("I4")
+        if self.id_of:  # no block ids seen (specs without block_ids): I4 cannot be checked
+            self.exercised("I4")

@@ -35,15 +35,23 @@ class _Conformance:
     max_examples: int | None = None
     steps: int | None = None
     seed = 0
+    #: "auto" (detected), "contract", or "vllm" for a target written against vLLM's
+    #: OffloadingManager / CachePolicy (K1–K8; needs vLLM importable)
+    interface = "auto"
 
     def _factory(self, **arguments: Any) -> Any:
         raise NotImplementedError
+
+    def _source(self) -> str:
+        """How a reproduction builds the target: the test class's own maker method
+        (``TestX().make_manager(...)``), which exists and runs as printed."""
+        return f"{type(self).__module__}:{type(self).__qualname__}().make_{self.kind}"
 
     def _check(self, strict: bool) -> None:
         assert_conforms(
             run_conformance(self.kind, self._factory, policy=self.policy, strict=strict,
                             max_examples=self.max_examples, steps=self.steps, seed=self.seed,
-                            source=f"{type(self).__module__}:{type(self).__qualname__}.factory")
+                            interface=self.interface, source=self._source())
         )
 
     def test_conformance_default_mode(self) -> None:

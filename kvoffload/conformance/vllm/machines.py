@@ -1,0 +1,33 @@
+"""The lockstep machines for vLLM-interface targets, by target kind (K1–K8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..machine_base import ConformanceMachine
+from ..policy_machine import PolicyMachine
+from .adapter import VllmPolicyView
+from .machine import VllmManagerMachine
+
+__all__ = ["VllmPolicyMachine", "vllm_machine"]
+
+
+class VllmPolicyMachine(PolicyMachine):
+    """``PolicyMachine`` (P1–P6, L1–L3, A1–A6) with the target seen through
+    ``VllmPolicyView`` (K8)."""
+
+    extra_imports = ("from kvoffload.conformance.vllm import as_contract_policy",)
+
+    def build(self, **arguments: Any) -> Any:
+        raw = super().build(**arguments)
+        self.construct = f"as_contract_policy({self.construct})"
+        self.exercised("K8")
+        return VllmPolicyView(raw)
+
+
+def vllm_machine(kind: str) -> type[ConformanceMachine]:
+    """The machine that judges a vLLM-interface ``kind`` (manager or policy)."""
+    machines: dict[str, type[ConformanceMachine]] = {"manager": VllmManagerMachine, "policy": VllmPolicyMachine}
+    if kind not in machines:
+        raise ValueError(f"interface='vllm' applies to managers and policies, not to a {kind}")
+    return machines[kind]
