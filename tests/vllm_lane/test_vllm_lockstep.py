@@ -109,6 +109,10 @@ class ConnectorLockstep(RuleBasedStateMachine):
     def reset(self) -> None:
         self.both("reset_cache")
         self.generation += 1  # the connector never completes pre-reset jobs
+        if hasattr(self.theirs, "on_reset_flushed"):
+            # vLLM 0.33 flushes the pre-reset jobs on the workers and calls this before
+            # any new store; until then ours keeps the in-flight blocks fenced (N1).
+            self.both("on_reset_flushed")
 
     @rule()
     def events(self) -> None:
@@ -125,6 +129,14 @@ class ConnectorLockstep(RuleBasedStateMachine):
 
 
 TestConnectorLockstep = ConnectorLockstep.TestCase
+# vLLM 0.33's LRUCachePolicy ranks a request's keys by token position, tails before heads
+# (one provisional rank per request, cpu/policies/lru.py); ours keeps the contract's L1
+# order, which is vLLM 0.32's: the victims of a full cache differ, so the exact lockstep
+# runs against 0.32 only. A known divergence, listed in the README's vLLM table.
+TestConnectorLockstep = pytest.mark.skipif(
+    hasattr(__import__("vllm.v1.kv_offload.base", fromlist=["OffloadingManager"]).OffloadingManager, "on_reset_flushed"),
+    reason="vLLM 0.33's LRU orders a request's keys tail-first; ours keeps 0.32's order (L1)",
+)(TestConnectorLockstep)
 TestConnectorLockstep.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
 
 

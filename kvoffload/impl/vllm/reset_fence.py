@@ -46,7 +46,7 @@ class ResetFence:
     def fence(self, old_core: CPUOffloadingManager, new_core: CPUOffloadingManager) -> int:
         """N1: occupy, in the fresh ``new_core``, the physical blocks ``old_core`` had in
         flight (earlier fences' placeholders included). Returns how many were fenced."""
-        busy = self.physical(np.asarray(in_flight_ids(old_core), dtype=np.int64))
+        busy = self.physical(np.asarray(in_flight_ids(old_core), dtype=np.int64)).tolist()
         self.placeholders = []
         self.perm = None
         if not busy:
