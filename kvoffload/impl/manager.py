@@ -9,6 +9,8 @@ block ids aside.
 
 from __future__ import annotations
 
+import copy
+
 from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any
@@ -135,25 +137,40 @@ class CPUOffloadingManager(OffloadingManager):
         meta[NGFREE] = ghosts
         meta[FPMASK] = np.array([mask], np.uint64).view(np.int64)[0]
         meta[BYTES_TYPE] = id(bytes)
-        # Named views of the arenas (same memory), for introspection.
+        self._bind_views()
         a32, c, g = self._a32, cap, ghosts
-        self._meta = meta
-        self._ref = a32[0:c]
-        self._hpos = a32[c : 2 * c]
-        self._free = a32[3 * c : 4 * c]
-        self._bprev = a32[4 * c : 5 * c]
-        self._bnext = a32[5 * c : 6 * c]
         self._hpos[:] = -1
         self._free[:] = np.arange(c - 1, -1, -1, dtype=np.int32)  # block 0 on top
         a32[4 * c : 6 * c + 2 * g] = -1  # bprev, bnext, gprev, gnext
         a32[6 * c + 2 * g : 6 * c + 3 * g] = np.arange(3 * c - 1, c - 1, -1, dtype=np.int32)[:g]
-        self._lst = self._a8[:nodes]
         # The Python hash objects by block id, to hand back evicted hashes without copies.
         self._objects: npt.NDArray[np.object_] = np.empty(cap, dtype=object)
         self._batch = 0
         self._q = np.zeros((0, _Q_WORDS), np.uint64)
         self._io = np.zeros(_core.IO_INFO, np.int64)
         self._grow_batch(64)
+
+    def _bind_views(self) -> None:
+        """Named views of the arenas (same memory), for introspection."""
+        a32, c = self._a32, self.num_blocks
+        self._meta = self._a64[:META_SIZE]
+        self._ref = a32[0:c]
+        self._hpos = a32[c : 2 * c]
+        self._free = a32[3 * c : 4 * c]
+        self._bprev = a32[4 * c : 5 * c]
+        self._bnext = a32[5 * c : 6 * c]
+        self._lst = self._a8[: int(self._meta[NODES])]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CPUOffloadingManager:
+        """An independent manager in the same state (the model checker snapshots states
+        with it): every array copied, the named views bound to the copies."""
+        new = copy.copy(self)
+        for name in ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects", "_q", "_io"):
+            setattr(new, name, getattr(self, name).copy())
+        new._events = list(self._events)
+        new._bind_views()
+        memo[id(self)] = new
+        return new
 
     @property
     def _state(self) -> tuple[npt.NDArray[Any], ...]:
