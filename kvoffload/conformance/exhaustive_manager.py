@@ -23,7 +23,9 @@ compares exception or not, ``None`` vs not, ``block_hashes_to_store`` and
 
 The joint state's fingerprint: the model's policy lists (hashes, ref counts, order; ARC's
 ghosts and ``p``), the loads in flight, and the target's observable state (the block id
-it gave each live hash), with free hashes renamed (``symmetry.Relabel``).
+it gave each live hash), with free hashes renamed (``symmetry.Relabel``). The events'
+``block_size``/``medium`` are compared with the first event of the path being judged, and
+are not part of the state.
 """
 
 from __future__ import annotations
@@ -74,11 +76,15 @@ def render_op(op: ManagerOp, name: Callable[[object], str], var: str = "m") -> s
         listed = f"iter({listed})"
     if method == "complete_store":
         call = f"{var}.complete_store({listed}, success={success})"
+    elif method == "prepare_store":
+        call = f"r = {var}.prepare_store({listed})"
     else:
         call = f"{var}.{method}({listed})"
     return f"{call}; events = list({var}.take_events())"
 
 
+#: Hashes outside every alphabet, stored only by ``probe`` (never part of a state).
+PROBE_HASHES = [bytes([0x70 + i]) * 32 for i in range(16)]
 _MODEL_FIELDS = frozenset(vars(ReferenceManager(1)))
 
 
@@ -150,6 +156,7 @@ class ManagerWorld:
         self.history: list[ManagerOp] = []
         self.last_store_refused = False
         self.copyable = True
+        self.probing = True
         self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
     # -- the alphabet -------------------------------------------------------------------
@@ -207,7 +214,7 @@ class ManagerWorld:
             lists = (tuple((name(h), b.ref_cnt) for h, b in policy.order.items()),)
         loads = tuple(sorted(name.many(load) for load in self.inflight))
         ids = tuple(sorted((name(h), block_id) for h, block_id in self.id_of.items()))
-        return (lists, loads, ids, self.event_meta)
+        return (lists, loads, ids)
 
     def fork(self) -> ManagerWorld | None:
         """An independent copy (the target deep-copied), or ``None`` if it cannot be."""
@@ -247,6 +254,26 @@ class ManagerWorld:
         self._take_events()
         self.model.check_invariants()
         self.observe(method, success)
+        self.probe()
+
+    def probe(self) -> None:
+        """Make the target's eviction order observable before states are merged on the
+        model's state: a copy completes every load and store in flight, then stores
+        ``capacity`` hashes that are never in the alphabet (evicting every block in one
+        call), judged against the model: a recency bug that has not yet changed a victim
+        is seen now, with those calls in the reproduction."""
+        blocks = self.model.blocks()
+        if not self.probing or not blocks:
+            return
+        twin = self.fork()
+        if twin is not None:
+            twin.probing = False
+            for load in list(dict.fromkeys(twin.inflight)):
+                twin.apply(("complete_load", load, True))
+            pending = tuple(h for h, b in blocks.items() if b.ref_cnt == -1)
+            if pending:
+                twin.apply(("complete_store", pending, True))
+            twin.apply(("prepare_store", tuple(PROBE_HASHES[: self.capacity]), True))
 
     def _call(self, method: str, items: list[bytes], clause: str, **keywords: Any) -> tuple[Outcome, Outcome]:
         oneshot = method in ("prepare_store", "complete_store")
@@ -254,7 +281,7 @@ class ManagerWorld:
         target_out = invoke(getattr(self.target, method), argument, **keywords)
         model_out = invoke(getattr(self.model, method), list(items), **keywords)
         if isinstance(argument, OneShot) and argument.reiterated:
-            self.fail("M0", f"{method} iterated its one-shot hashes argument a second time", "not reiterated")
+            self.fail("M0", f"{method} iterated its one-shot hashes argument a second time (M0: read it at most once)")
         if model_out[1] is not None:  # never on protocol-keeping sequences
             raise AssertionError(f"the model raised {model_out[1]!r} on a protocol-keeping call")
         if target_out[1] is not None:

@@ -64,7 +64,7 @@ def render_policy_op(op: PolicyOp, name: Callable[[object], str], block_names: d
     if method == "remove":
         return f"p.remove({name(hashes[0])})"
     protected = "{" + ", ".join(map(name, hashes)) + "}" if hashes else "set()"
-    return f"p.evict({number}, {protected})"
+    return f"r = p.evict({number}, {protected})"
 
 
 class PolicyWorld:
@@ -94,6 +94,7 @@ class PolicyWorld:
         self.imports = imports or []
         self.history: list[PolicyOp] = []
         self.copyable = True
+        self.probing = True
         self.inserted = 0  # blocks inserted so far (their ids)
 
     def in_state(self) -> set[bytes]:
@@ -156,7 +157,7 @@ class PolicyWorld:
         return new
 
     def reproduction(self, check: str = "") -> str:
-        log = CallLog("p", self.imports)
+        log = CallLog("p", list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *self.imports])))
         for h in self.pool:
             log.name(h)
         names: dict[int, str] = {}
@@ -203,6 +204,22 @@ class PolicyWorld:
         self.observe(method)
         live = {id(b) for b in self.blocks.values()}
         self.all_blocks = [(b, ref) for b, ref in self.all_blocks if id(b) in live]
+        self.probe()
+
+    def probe(self) -> None:
+        """Make the target's eviction order observable before states are merged on the
+        model's state: a copy makes every block idle and evicts them all in one call,
+        judged against the model (so a recency bug that has not yet changed a victim is
+        seen now, with those calls in the reproduction)."""
+        if not self.probing or not self.blocks:
+            return
+        twin = self.fork()
+        if twin is not None:
+            twin.probing = False
+            for h, block in twin.blocks.items():
+                if block.ref_cnt != 0:  # the caller's own field: pending and read blocks become idle
+                    twin.apply(("set_ref", (h,), 0))
+            twin.apply(("evict", (), len(twin.blocks)))
 
     def _evict(self, n: int, protected: set[bytes]) -> None:
         value, error = invoke(self.target.evict, n, set(protected))
@@ -225,12 +242,18 @@ class PolicyWorld:
             ):
                 clauses = ("P5", *clauses)
             self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy.upper()} evicts {expected_view!r}",
-                      f"[(h, blk.block_id) for h, blk in <evict>] == {expected_view!r}")
+                      "r is None" if expected_view is None else f"r is not None and [blk.block_id for _, blk in r] == {[i for _, i in expected_view]!r}")
         if value is not None:
             for h, block in value:
                 if block is not self.blocks.get(h):
                     self.fail(("P5", "P1"), f"evict returned {h!r} with a block other than the one inserted")
                 del self.blocks[h]
+
+    def _name(self, h: bytes) -> str:
+        log = CallLog("p", [])
+        for known in self.pool:
+            log.name(known)
+        return log.name(h)
 
     def observe(self, method: str) -> None:
         for block, ref in self.all_blocks:
@@ -246,7 +269,7 @@ class PolicyWorld:
                 ghost = isinstance(self.model, ReferenceARCPolicy) and (h in self.model.b1 or h in self.model.b2)
                 self.fail(("A2", "P1") if ghost else ("P1", "I8"),
                           f"after {method}, get({h!r}) returned {value!r}, but it is not present",
-                          f"p.get(<h>) is None")
+                          f"p.get({self._name(h)}) is None")
             if entry is not None and value is not entry:
                 clause = {"evict": "P5", "remove": "P3", "insert": "P2"}.get(method, "P1")
                 self.fail((clause, "P1", "I8") if clause != "P1" else ("P1", "I8"),
