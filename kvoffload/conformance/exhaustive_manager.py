@@ -36,9 +36,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from ..spec import ContractViolation, ReferenceARCPolicy, ReferenceCPUBackend, ReferenceLRUPolicy, ReferenceManager
+from ..spec import ReferenceARCPolicy, ReferenceCPUBackend, ReferenceLRUPolicy, ReferenceManager
 from ..spec.types import BlockStatus
 from .machine_base import Outcome, invoke
+from .judge import confusable, victim_blame
 from .report import CallLog, ConformanceFailure
 from .strategies import OneShot
 from .symmetry import Relabel, canonical_calls, hash_alphabet
@@ -59,10 +60,6 @@ def manager_alphabet_text(hashes: int, touch_max: int, store_max: int, max_pins:
         "complete_load(a load in flight); after each call: take_events(), lookup([h]) for h in H, "
         "lookup(H), lookup(reversed(H))"
     )
-
-
-def _confusable(a: bytes, b: bytes) -> bool:
-    return a != b and (a[:8] == b[:8] or a.startswith(b) or b.startswith(a))
 
 
 def _subsets(items: list[bytes]) -> list[tuple[bytes, ...]]:
@@ -185,7 +182,7 @@ class ManagerWorld:
 
     def enabled(self) -> list[ManagerOp]:
         touches, stores = self._touches_and_stores()
-        blocks = self.model.blocks()
+        blocks: dict[Any, BlockStatus] = self.model.blocks()
         pending = [h for h in self.pool if h in blocks and blocks[h].ref_cnt == -1]
         loadable = [h for h in self.pool if h in blocks and 0 <= blocks[h].ref_cnt < self.max_pins]
         ops: list[ManagerOp] = list(stores)
@@ -397,8 +394,7 @@ class ManagerWorld:
             self.fail("M5", f"block_hashes_to_store is {got_to_store!r}, the contract expects "
                       f"{model_value.block_hashes_to_store!r} (M5.1)")
         if evicted != list(model_value.block_hashes_evicted):
-            clause = {"lru": "L3", "arc": "A4"}[self.policy]
-            self.fail((clause, "A3", "A5") if clause == "A4" else (clause, "L2"),
+            self.fail(victim_blame(self.policy),
                       f"prepare_store evicted {evicted!r}, {self.policy.upper()} evicts "
                       f"{list(model_value.block_hashes_evicted)!r}")
         for victim in evicted:
@@ -412,7 +408,7 @@ class ManagerWorld:
 
     # -- observations -------------------------------------------------------------------
     def refine(self, clauses: tuple[str, ...], h: bytes) -> tuple[str, ...]:
-        if any(_confusable(h, other) for other in self.model.blocks()):
+        if any(confusable(h, other) for other in self.model.blocks()):
             return ("I8", *clauses)
         return clauses
 
@@ -445,7 +441,7 @@ class ManagerWorld:
             other = owners.setdefault(known, h)
             if other != h:
                 log = self._names()
-                self.fail(("I4", "I8") if _confusable(h, other) else ("I4",),
+                self.fail(("I4", "I8") if confusable(h, other) else ("I4",),
                           f"{log.name(h)} and {log.name(other)} are both present and share block {known}")
 
     def _names(self) -> CallLog:

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..spec import BlockStatus, ReferenceARCPolicy, ReferenceLRUPolicy
 from .machine_base import invoke
+from .judge import victim_blame
 from .report import CallLog, ConformanceFailure
 from .symmetry import Relabel, canonical_calls
 
@@ -228,19 +229,10 @@ class PolicyWorld:
         expected = self.model.evict(n, set(protected))  # type: ignore[arg-type]
         got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
         expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
-        exact = {"lru": "L3", "arc": "A4"}[self.policy]
         if got_view != expected_view:
-            clauses: tuple[str, ...]
-            if value is None:
-                clauses = ("I6", exact, "P5")
-            elif self.policy == "arc":
-                clauses = ("A4", "A3", "A5")
-            else:
-                clauses = ("L3", "L2")
-            if value is not None and any(
-                self.blocks.get(h) is None or self.blocks[h].ref_cnt != 0 or h in protected for h, _ in value
-            ):
-                clauses = ("P5", *clauses)
+            ineligible = value is not None and any(
+                self.blocks.get(h) is None or self.blocks[h].ref_cnt != 0 or h in protected for h, _ in value)
+            clauses = victim_blame(self.policy, refused=value is None, ineligible=ineligible)
             self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy.upper()} evicts {expected_view!r}",
                       "r is None" if expected_view is None else f"r is not None and [blk.block_id for _, blk in r] == {[i for _, i in expected_view]!r}")
         if value is not None:

@@ -14,9 +14,10 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ..spec import ContractViolation, ReferenceManager
+from ..spec import ReferenceManager
 from ..spec.types import PrepareStoreOutput
 from .adopting import AdoptingPolicy
+from .judge import EXACT_VICTIM_CLAUSE, confusable, exception_kind, victim_blame
 from .report import ConformanceFailure
 from .machine_base import ConformanceMachine, Outcome, invoke
 from .strategies import ARG_KINDS, BAD_ELEMENTS, ONE_SHOT_KINDS, OneShot, batches, hash_pools, make_argument
@@ -35,7 +36,6 @@ METHOD_CLAUSE = {
 #: Mostly small capacities, so that evictions happen and ARC's ghost lists fill; a few up
 #: to a few dozen. (hypothesis draws the ends of the tuple more often than the middle.)
 CAPACITIES = (2, 3, 1, 2, 3, 4, 5, 3, 4, 6, 8, 16, 32, 4, 3)
-EXACT_VICTIM_CLAUSE = {"lru": "L3", "arc": "A4"}
 
 
 class _TouchingManager(ReferenceManager):
@@ -67,18 +67,6 @@ class _TouchingManager(ReferenceManager):
         if self.touching == "complete_store":
             return self._touched("complete_store", block_hashes, success=success)  # type: ignore[no-any-return]
         return super().complete_store(block_hashes, success)
-
-
-def _confusable(a: bytes, b: bytes) -> bool:
-    """I8: two distinct hashes that agree in 8+ leading bytes or where one prefixes the other."""
-    return a != b and (a[:8] == b[:8] or a.startswith(b) or b.startswith(a))
-
-
-def _exception_kind(error: BaseException) -> type[BaseException]:
-    for kind in (ContractViolation, TypeError, ValueError):
-        if isinstance(error, kind):
-            return kind
-    return type(error)
 
 
 class ManagerMachine(ConformanceMachine):
@@ -160,7 +148,7 @@ class ManagerMachine(ConformanceMachine):
             arg_var = ""
         call_source = f"m.{method}({source}{keyword_source})"
         if model_out[1] is not None:
-            expected = _exception_kind(model_out[1]).__name__
+            expected = exception_kind(model_out[1]).__name__
             self.log.add(
                 f"try:\n    {call_source}\nexcept {expected}:\n    pass  # expected\n"
                 f"else:\n    raise AssertionError('expected {expected}: {model_out[1]}')"
@@ -189,7 +177,7 @@ class ManagerMachine(ConformanceMachine):
                 f"{model_out[0]!r}{hint}",
             )
         if model_error is not None:
-            expected_kind = _exception_kind(model_error)
+            expected_kind = exception_kind(model_error)
             expected_clause = getattr(model_error, "clause", "M9")
             if target_error is None:
                 if method == "lookup" and expected_kind is TypeError:
@@ -204,7 +192,7 @@ class ManagerMachine(ConformanceMachine):
                     f"{method} returned {target_out[0]!r} where the contract expects "
                     f"{expected_kind.__name__} ({model_error}) and no change (M9)",
                 )
-            if _exception_kind(target_error) is not expected_kind:
+            if exception_kind(target_error) is not expected_kind:
                 self.fail(
                     (expected_clause, "M9"),
                     f"{method} raised {target_error!r}, but the contract expects a {expected_kind.__name__} "
@@ -231,7 +219,7 @@ class ManagerMachine(ConformanceMachine):
     def refine(self, clauses: tuple[str, ...], block_hash: bytes) -> tuple[str, ...]:
         """Put I8 first when the confused hash looks like a present one."""
         present = self.model.blocks()
-        if any(_confusable(block_hash, other) for other in present):
+        if any(confusable(block_hash, other) for other in present):
             return ("I8", *clauses)
         return clauses
 
@@ -423,7 +411,7 @@ class ManagerMachine(ConformanceMachine):
                     f"list({var}.block_hashes_evicted) == {expected}",
                 )
             self.fail(
-                (clause, "A3", "A5") if clause == "A4" else (clause, "L2"),
+                victim_blame(self.policy_mode),
                 f"prepare_store evicted [{', '.join(map(self.log.name, evicted))}], "
                 f"{self.policy_mode.upper()} evicts {expected} "
                 + ("(A4; or the T1/T2 order, ghosts or p diverged earlier: A1, A3, A5)" if clause == "A4"
@@ -607,7 +595,7 @@ class ManagerMachine(ConformanceMachine):
                 continue
             other = owners.setdefault(known[0], (h, known[1]))
             if other[0] != h:
-                self.fail(("I4", "I8") if _confusable(h, other[0]) else ("I4",),
+                self.fail(("I4", "I8") if confusable(h, other[0]) else ("I4",),
                           f"{self.log.name(h)} and {self.log.name(other[0])} are both present and share block {known[0]}",
                           f"{known[1]} != {other[1]}")
         self.exercised("I4")

@@ -22,6 +22,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ..spec import BlockStatus, ContractViolation, ReferenceARCPolicy, ReferenceLRUPolicy
 from .adopting import AdoptingPolicy
+from .judge import EXACT_VICTIM_CLAUSE, victim_blame
 from .machine_base import ConformanceMachine, invoke
 from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
 
@@ -58,7 +59,7 @@ class PolicyMachine(ConformanceMachine):
         self.blocks: dict[bytes, tuple[BlockStatus, str]] = {}  # present hash -> block, source
         self.ref_of: dict[int, int] = {}  # id(block) -> the ref_cnt the machine set
         self.all_blocks: list[tuple[BlockStatus, str]] = []
-        self.exact_clause = {"lru": "L3", "arc": "A4"}.get(self.policy_mode, "P5")
+        self.exact_clause = EXACT_VICTIM_CLAUSE.get(self.policy_mode, "P5")
 
     def present(self) -> list[bytes]:
         return [h for h in self.pool if h in self.blocks]
@@ -304,15 +305,10 @@ class PolicyMachine(ConformanceMachine):
             got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
             if got_view != expected_view:
                 rendered = "None" if expected_view is None else "[" + ", ".join(f"({self.log.name(h)}, {i})" for h, i in expected_view) + "]"
-                clauses: tuple[str, ...] = (self.exact_clause,)
-                if value is None:
-                    clauses = ("I6", self.exact_clause, "P5")
-                elif self.policy_mode == "arc":
-                    clauses = ("A4", "A3", "A5")
-                else:
-                    clauses = ("L3", "L2")
-                if value is not None and any(self.blocks.get(h, (None,))[0] is None or self.blocks[h][0].ref_cnt != 0 or h in protected for h, _ in value):
-                    clauses = ("P5", *clauses)
+                ineligible = value is not None and any(
+                    self.blocks.get(h, (None,))[0] is None or self.blocks[h][0].ref_cnt != 0 or h in protected
+                    for h, _ in value)
+                clauses = victim_blame(self.policy_mode, refused=value is None, ineligible=ineligible)
                 self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy_mode.upper()} evicts {rendered}",
                           f"{view} == {rendered}")
             victims = [] if value is None else [h for h, _ in value]

@@ -1,0 +1,41 @@
+"""The verdict pieces every lockstep driver shares (issue 15): which clause a wrong answer
+breaks. Used by the hypothesis machines (``manager_machine``, ``policy_machine``) and the
+model checker's worlds (``exhaustive_manager``, ``exhaustive_policy``), so the victim-blame
+table, the I8 confusability test and the exception kinds are spelled once."""
+
+from __future__ import annotations
+
+from ..spec import ContractViolation
+
+__all__ = ["EXACT_VICTIM_CLAUSE", "confusable", "exception_kind", "victim_blame"]
+
+#: The clause that fixes the victims exactly, by policy (L3 for LRU, A4 for ARC).
+EXACT_VICTIM_CLAUSE = {"lru": "L3", "arc": "A4"}
+
+
+def confusable(a: bytes, b: bytes) -> bool:
+    """I8: two distinct hashes that agree in 8+ leading bytes or where one prefixes the other."""
+    return a != b and (a[:8] == b[:8] or a.startswith(b) or b.startswith(a))
+
+
+def exception_kind(error: BaseException) -> type[BaseException]:
+    """The kind of error the contract distinguishes (M9): ContractViolation, TypeError,
+    ValueError, or the error's own type."""
+    for kind in (ContractViolation, TypeError, ValueError):
+        if isinstance(error, kind):
+            return kind
+    return type(error)
+
+
+def victim_blame(policy: str, refused: bool = False, ineligible: bool = False) -> tuple[str, ...]:
+    """The clauses broken by victims that differ from the exact policy's (P5, L2/L3,
+    A3–A5, I6): ``refused`` the target gave none where the model evicts; ``ineligible`` a
+    victim was pending, read, protected or absent."""
+    exact = EXACT_VICTIM_CLAUSE.get(policy, "P5")
+    if refused:
+        clauses: tuple[str, ...] = ("I6", exact, "P5")
+    elif exact == "A4":
+        clauses = ("A4", "A3", "A5")  # or the T1/T2 order, ghosts or p diverged earlier
+    else:
+        clauses = (exact, "L2")  # least recent first, and touch order
+    return ("P5", *clauses) if ineligible and not refused else clauses
