@@ -154,14 +154,14 @@ def run_simulation(
     target: Any = manager  # hashes are plain bytes here (BlockHash is a NewType)
     import torch
 
-    if build_handlers is None:
-        from kvoffload.impl.copy import build_cpu_handlers as build_handlers
+    from kvoffload.impl.copy import build_cpu_handlers
 
+    build = build_cpu_handlers if build_handlers is None else build_handlers
     rng = random.Random(config.seed)
     f, cap = config.factor, config.capacity
     report = SimulationReport()
     kv = {f"layer{i}": torch.zeros((2, config.gpu_blocks, *config.block_shape)) for i in range(config.layers)}
-    raw_store, raw_load = build_handlers(kv, "kv_blocks", config.block_shape[0], f, cap)
+    raw_store, raw_load = build(kv, "kv_blocks", config.block_shape[0], f, cap)
     store = FaultyHandler(raw_store, config.store_fail_rate, random.Random(config.seed + 1))
     load = FaultyHandler(raw_load, config.load_fail_rate, random.Random(config.seed + 2))
     cache: dict[tuple[bytes, int, int], Any] = {}
