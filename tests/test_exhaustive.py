@@ -183,7 +183,7 @@ def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacit
 
 def test_cli_exit_codes() -> None:
     runner = CliRunner()
-    ok = runner.invoke(check_exhaustive, ["--capacity", "1", "--target", "reference", "--quiet"])
+    ok = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "reference", "--quiet"])
     assert ok.exit_code == 0, ok.output
     assert "every reachable state" in ok.output and "states" in ok.output and "diameter" in ok.output
     bounded = runner.invoke(check_exhaustive, ["--depth", "1", "--capacity", "1", "--policy", "lru",
