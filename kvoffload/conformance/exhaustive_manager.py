@@ -39,7 +39,7 @@ from typing import Any
 from ..spec import ReferenceARCPolicy, ReferenceCPUBackend, ReferenceLRUPolicy, ReferenceManager
 from ..spec.types import BlockStatus
 from .machine_base import Outcome, invoke
-from .judge import confusable, victim_blame
+from .judge import confusable, event_blame, replay_events, victim_blame
 from .report import CallLog, ConformanceFailure
 from .strategies import OneShot
 from .symmetry import Relabel, canonical_calls, hash_alphabet
@@ -303,27 +303,15 @@ class ManagerWorld:
                 self.event_meta = meta
             elif meta != self.event_meta:
                 self.fail("M8", f"event block_size/medium {meta!r} differ from earlier {self.event_meta!r}")
+        ready = {h for h, b in self.model.blocks().items() if b.ref_cnt >= 0}
         if view != expected:
-            log = CallLog("m", [])
-            for h in self.pool:
-                log.name(h)
-            index = next((i for i, (a, b) in enumerate(zip(view, expected)) if a != b), min(len(view), len(expected)))
-            if index < len(expected):
-                clause = "M5" if expected[index][1] else "M6"
-            else:
-                hs, removed = view[index]
-                ready = {h for h, b in self.model.blocks().items() if b.ref_cnt >= 0}
-                clause = "M5" if removed else ("M6" if all(h in ready for h in hs) else "M7")
+            log = self._names()
             rendered = "[" + ", ".join(f"([{', '.join(map(log.name, hs))}], {rm})" for hs, rm in expected) + "]"
             got = "[" + ", ".join(f"([{', '.join(map(log.name, hs))}], {rm})" for hs, rm in view) + "]"
-            self.fail((clause, "M8", "I5"), f"take_events yielded {got}; the contract expects {rendered}",
+            self.fail(event_blame(view, expected, ready), f"take_events yielded {got}; the contract expects {rendered}",
                       f"[(list(e.block_hashes), e.removed) for e in events] == {rendered}")
-        for hs, removed in view:
-            if removed:
-                self.replayed.difference_update(hs)
-            else:
-                self.replayed.update(hs)
-        if self.replayed != {h for h, b in self.model.blocks().items() if b.ref_cnt >= 0}:
+        replay_events(self.replayed, view)
+        if self.replayed != ready:
             self.fail("I5", "replaying the events does not give the ready set")
 
     def _complete_store(self, items: list[bytes], success: bool) -> None:

@@ -5,9 +5,14 @@ table, the I8 confusability test and the exception kinds are spelled once."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
+
 from ..spec import ContractViolation
 
-__all__ = ["EXACT_VICTIM_CLAUSE", "confusable", "exception_kind", "victim_blame"]
+#: Events as compared: (hashes, removed).
+EventView = tuple[Sequence[bytes], bool]
+
+__all__ = ["EXACT_VICTIM_CLAUSE", "EventView", "confusable", "event_blame", "exception_kind", "replay_events", "victim_blame"]
 
 #: The clause that fixes the victims exactly, by policy (L3 for LRU, A4 for ARC).
 EXACT_VICTIM_CLAUSE = {"lru": "L3", "arc": "A4"}
@@ -39,3 +44,24 @@ def victim_blame(policy: str, refused: bool = False, ineligible: bool = False) -
     else:
         clauses = (exact, "L2")  # least recent first, and touch order
     return ("P5", *clauses) if ineligible and not refused else clauses
+
+
+def event_blame(got: Sequence[EventView], expected: Sequence[EventView], ready: Set[bytes]) -> tuple[str, ...]:
+    """The clauses broken by events that differ from the model's (M5 removed, M6 stored,
+    M7 a failed store announced; always M8 and I5), judged at the first difference."""
+    index = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+    if index < len(expected):
+        clause = "M5" if expected[index][1] else "M6"
+    else:
+        hashes, removed = got[index]
+        clause = "M5" if removed else ("M6" if all(h in ready for h in hashes) else "M7")
+    return (clause, "M8", "I5")
+
+
+def replay_events(replayed: set[bytes], events: Sequence[EventView]) -> None:
+    """I5: apply events to the set of hashes a consumer believes ready."""
+    for hashes, removed in events:
+        if removed:
+            replayed.difference_update(hashes)
+        else:
+            replayed.update(hashes)

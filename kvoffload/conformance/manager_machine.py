@@ -17,7 +17,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 from ..spec import ReferenceManager
 from ..spec.types import PrepareStoreOutput
 from .adopting import AdoptingPolicy
-from .judge import EXACT_VICTIM_CLAUSE, confusable, exception_kind, victim_blame
+from .judge import EXACT_VICTIM_CLAUSE, confusable, event_blame, exception_kind, replay_events, victim_blame
 from .report import ConformanceFailure
 from .machine_base import ConformanceMachine, Outcome, invoke
 from .strategies import ARG_KINDS, BAD_ELEMENTS, ONE_SHOT_KINDS, OneShot, batches, hash_pools, make_argument
@@ -517,25 +517,14 @@ class ManagerMachine(ConformanceMachine):
             elif meta != self.event_meta:
                 self.fail("M8", f"event block_size/medium {meta!r} differ from earlier {self.event_meta!r}")
         if view != expected:
-            index = next((i for i, (a, b) in enumerate(zip(view, expected)) if a != b), min(len(view), len(expected)))
-            if index < len(expected):
-                clause = "M5" if expected[index][1] else "M6"
-            else:
-                hashes, removed = view[index]
-                ready = self.ready_set()
-                clause = "M5" if removed else ("M6" if all(h in ready for h in hashes) else "M7")
             rendered = "[" + ", ".join(
                 f"([{', '.join(map(self.log.name, hs))}], {removed})" for hs, removed in expected) + "]"
             self.fail(
-                (clause, "M8", "I5"),
+                event_blame(view, expected, self.ready_set()),
                 f"take_events yielded {len(view)} event(s) {view!r}; the contract expects {rendered}",
                 f"[(list(e.block_hashes), e.removed) for e in {var}] == {rendered}",
             )
-        for hashes, removed in view:
-            if removed:
-                self.replayed.difference_update(hashes)
-            else:
-                self.replayed.update(hashes)
+        replay_events(self.replayed, view)
         if self.events_on:
             self.exercised("I5")
             if self.replayed != self.ready_set():
