@@ -39,7 +39,7 @@ from typing import Any
 from ..spec import ReferenceARCPolicy, ReferenceCPUBackend, ReferenceLRUPolicy, ReferenceManager
 from ..spec.types import BlockStatus
 from .machine_base import Outcome, invoke
-from .judge import confusable, event_blame, replay_events, victim_blame
+from .judge import confusable, event_blame, replay_events, victim_blame, victim_fault
 from .report import CallLog, ConformanceFailure
 from .strategies import OneShot
 from .symmetry import Relabel, canonical_calls, hash_alphabet
@@ -360,21 +360,9 @@ class ManagerWorld:
             self.fail(self.refine(("M5",), missing[0]),
                       f"prepare_store did not store {missing[0]!r}, which is absent (M5.1), "
                       f"block_hashes_to_store is {list(target_value.block_hashes_to_store)!r}")
-        for victim in evicted:
-            ref = blocks_before.get(victim)
-            if ref is None:
-                self.fail(self.refine(("M5",), victim), f"prepare_store evicted {victim!r}, which is not present")
-            if ref == -1:
-                self.fail("I3", f"prepare_store evicted {victim!r}, whose store is still in flight (pending)")
-            if ref is not None and ref > 0:
-                self.fail("I3", f"prepare_store evicted {victim!r}, which {ref} load(s) in flight are reading")
-            if victim in protected:
-                self.fail("M5", f"prepare_store evicted {victim!r}, which is in its own input (M5.3: protected)")
-        if len(set(evicted)) != len(evicted):
-            self.fail("M5", f"prepare_store evicted a hash twice: {evicted!r}")
-        if len(evicted) != need:
-            self.fail(("M5", "I1") if len(evicted) < need else ("M5",),
-                      f"prepare_store evicted {len(evicted)} blocks, but M5.3 needs exactly {need}")
+        fault = victim_fault(evicted, blocks_before, protected, need, self._names().name)
+        if fault is not None:
+            self.fail(*fault)
         if model_value is None:
             self.fail("M5", "prepare_store stored although no eviction could satisfy it (M5.4)", "r is None")
         got_to_store = list(target_value.block_hashes_to_store)

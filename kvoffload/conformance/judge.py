@@ -5,14 +5,15 @@ table, the I8 confusability test and the exception kinds are spelled once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
+from typing import Any
 
 from ..spec import ContractViolation
 
 #: Events as compared: (hashes, removed).
 EventView = tuple[Sequence[bytes], bool]
 
-__all__ = ["EXACT_VICTIM_CLAUSE", "EventView", "confusable", "event_blame", "exception_kind", "replay_events", "victim_blame"]
+__all__ = ["EXACT_VICTIM_CLAUSE", "EventView", "confusable", "event_blame", "exception_kind", "replay_events", "victim_blame", "victim_fault"]
 
 #: The clause that fixes the victims exactly, by policy (L3 for LRU, A4 for ARC).
 EXACT_VICTIM_CLAUSE = {"lru": "L3", "arc": "A4"}
@@ -65,3 +66,40 @@ def replay_events(replayed: set[bytes], events: Sequence[EventView]) -> None:
             replayed.difference_update(hashes)
         else:
             replayed.update(hashes)
+
+
+#: (clauses, message, the check that holds on a conforming target) of a verdict.
+Fault = tuple[tuple[str, ...], str, str]
+
+
+def victim_fault(
+    evicted: Sequence[object],
+    before: Mapping[Any, int],
+    protected: Set[object],
+    need: int,
+    name: Callable[[object], str],
+    var: str = "r",
+) -> Fault | None:
+    """M5.3, I3: ``prepare_store``'s victims must be ``need`` distinct present blocks,
+    each ready, idle (``before``: ref counts ahead of the call) and outside its input."""
+    for victim in evicted:
+        label, ref = name(victim), before.get(victim)
+        absent = f"{label} not in {var}.block_hashes_evicted"
+        if ref is None:
+            present = [h for h in before if isinstance(h, bytes)]
+            clauses = ("I8", "M5") if isinstance(victim, bytes) and any(confusable(victim, h) for h in present) \
+                else ("M5",)
+            return clauses, f"prepare_store evicted {label}, which is not present", absent
+        if ref == -1:
+            return ("I3",), f"prepare_store evicted {label}, whose store is still in flight (pending)", absent
+        if ref > 0:
+            return ("I3",), f"prepare_store evicted {label}, which {ref} load(s) in flight are reading", absent
+        if victim in protected:
+            return ("M5",), f"prepare_store evicted {label}, which is in its own input (M5.3: protected)", absent
+    check = f"{var} is None or len({var}.block_hashes_evicted) == {need}"
+    if len(set(evicted)) != len(evicted):
+        return ("M5",), f"prepare_store evicted a hash twice: {list(evicted)!r}", check
+    if len(evicted) != need:
+        return ("M5", "I1") if len(evicted) < need else ("M5",), \
+            f"prepare_store evicted {len(evicted)} blocks, but M5.3 needs exactly {need}", check
+    return None

@@ -17,7 +17,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 from ..spec import ReferenceManager
 from ..spec.types import PrepareStoreOutput
 from .adopting import AdoptingPolicy
-from .judge import EXACT_VICTIM_CLAUSE, confusable, event_blame, exception_kind, replay_events, victim_blame
+from .judge import EXACT_VICTIM_CLAUSE, confusable, event_blame, exception_kind, replay_events, victim_blame, victim_fault
 from .report import ConformanceFailure
 from .machine_base import ConformanceMachine, Outcome, invoke
 from .strategies import ARG_KINDS, BAD_ELEMENTS, ONE_SHOT_KINDS, OneShot, batches, hash_pools, make_argument
@@ -252,34 +252,10 @@ class ManagerMachine(ConformanceMachine):
     def check_victims(
         self, evicted: list[bytes], protected: set[bytes], need: int, blocks_before: dict[Any, int], var: str
     ) -> None:
-        """M5.3, I3: exactly ``need`` distinct victims, each ready, idle and unprotected."""
-        check = f"{var} is None or len({var}.block_hashes_evicted) == {need}"
-        for victim in evicted:
-            name = self.log.name(victim) if type(victim) is bytes else repr(victim)
-            ref = blocks_before.get(victim)
-            if ref is None:
-                self.fail(
-                    self.refine(("M5",), victim) if isinstance(victim, bytes) else ("M5",),
-                    f"prepare_store evicted {name}, which is not present",
-                    f"{self.log.name(victim)!s} not in {var}.block_hashes_evicted",
-                )
-            if ref == -1:
-                self.fail("I3", f"prepare_store evicted {name}, whose store is still in flight (pending)",
-                          f"{name} not in {var}.block_hashes_evicted")
-            if ref > 0:
-                self.fail("I3", f"prepare_store evicted {name}, which {ref} load(s) in flight are reading",
-                          f"{name} not in {var}.block_hashes_evicted")
-            if victim in protected:
-                self.fail("M5", f"prepare_store evicted {name}, which is in its own input (M5.3: protected)",
-                          f"{name} not in {var}.block_hashes_evicted")
-        if len(set(evicted)) != len(evicted):
-            self.fail("M5", f"prepare_store evicted a hash twice: {evicted!r}", check)
-        if len(evicted) != need:
-            self.fail(
-                ("M5", "I1") if len(evicted) < need else ("M5",),
-                f"prepare_store evicted {len(evicted)} blocks, but M5.3 needs exactly {need}",
-                check,
-            )
+        """M5.3, I3 (``judge.victim_fault``)."""
+        fault = victim_fault(evicted, blocks_before, protected, need, self.log.name, var)
+        if fault is not None:
+            self.fail(*fault)
 
     # -- rules ------------------------------------------------------------------------------
     @rule(data=st.data())
