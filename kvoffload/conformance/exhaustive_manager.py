@@ -370,9 +370,11 @@ class ManagerWorld:
             self.fail("M5", f"block_hashes_to_store is {got_to_store!r}, the contract expects "
                       f"{model_value.block_hashes_to_store!r} (M5.1)")
         if evicted != list(model_value.block_hashes_evicted):
+            name = self._names().name
+            expected = "[" + ", ".join(map(name, model_value.block_hashes_evicted)) + "]"
             self.fail(victim_blame(self.policy),
-                      f"prepare_store evicted {evicted!r}, {self.policy.upper()} evicts "
-                      f"{list(model_value.block_hashes_evicted)!r}")
+                      f"prepare_store evicted [{', '.join(map(name, evicted))}], {self.policy.upper()} evicts {expected}",
+                      f"list(r.block_hashes_evicted) == {expected}")
         for victim in evicted:
             self.id_of.pop(victim, None)
         ids = getattr(target_value.store_spec, "block_ids", None)
