@@ -1,8 +1,8 @@
-"""Bounded exhaustive checking (issue 8): ``kvoffload.conformance.exhaustive``.
+"""The model checker behind ``kvoffload check-exhaustive`` (issues 8, 15).
 
-The enumeration passes on the reference model and the production manager at a small
-bound; its counts match a hand computation; it catches the planted bugs that lie within
-its bound, at the depth and with the clause listed below.
+Hand-counted state spaces, symmetry reduction, copies agreeing with replays, complete
+exploration of the reference model and the production targets at small capacities, and
+the planted bugs refuted with a shortest, runnable reproduction naming the clause.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from kvoffload.conformance.exhaustive import check_exhaustive, run_exhaustive
-from kvoffload.conformance.exhaustive_engine import enumerate_tree
-from kvoffload.conformance.exhaustive_manager import ManagerWorld, hash_alphabet
-from kvoffload.conformance.factories import reference_lru_manager
-from kvoffload.impl.factories import arc_manager, lru_manager
+from kvoffload.conformance import factories as reference
+from kvoffload.conformance.exhaustive import check_exhaustive, run_exhaustive, saturating_alphabet
+from kvoffload.conformance.exhaustive_manager import ManagerWorld
+from kvoffload.conformance.symmetry import canonical_calls, hash_alphabet
+from kvoffload.impl import factories as impl
 
 sys.path.insert(0, str(Path(__file__).parent))
 pb: Any
@@ -35,133 +35,147 @@ def _bug(name: str, kind: str) -> Any:
     return pb.policy_factory(found) if kind == "policy" and isinstance(found, type) else found
 
 
-# -- counts: the enumeration provably covers everything --------------------------------------
+# -- counts: the search provably covers the space ----------------------------------------------
 
 
-def test_count_depth1_capacity1_by_hand() -> None:
-    """Empty manager, capacity 1, H = {h0, h1, h2}, touch ≤ 2: at the root nothing is
-    pending, ready or loading, so the calls are prepare_store of 1..2 distinct hashes in
-    order (3 + 3·2 = 9), touch of 1..2 (9) and take_events (1): 19 sequences of length 1.
-    """
-    run = run_exhaustive(reference_lru_manager, policy="lru", capacity=1, depth=1)
-    assert run.ok and run.result.sequences == 19 and run.result.maximal == 19
-    # Distinct model states after one call: the root (touch, take_events, and stores of
-    # 2 hashes, refused: need 2 > 0 evictable), and h0 / h1 / h2 pending: 4.
-    assert run.result.states == 4
+def test_canonical_calls_rename_fresh_hashes() -> None:
+    """h0..h2 distinguished, h3..h5 free and absent: a call uses fresh free hashes only
+    as h3, then h3 h4 in that order. Length 1: h0 h1 h2 h3 (4). Length 2 over
+    {h0,h1,h2,h3,h4}: 6 pairs of distinguished + 3·2 with h3 + (h3, h4) = 13."""
+    h = hash_alphabet(6)
+    calls = canonical_calls(h, set(), 2)
+    assert len(calls) == 4 + 13
+    assert (h[4],) not in calls and (h[4], h[3]) not in calls and (h[3], h[4]) in calls
+    # h4 in the state: it is no longer fresh, and h3 / h5 are the fresh ones.
+    with_h4 = canonical_calls(h, {h[4]}, 1)
+    assert with_h4 == [(h[0],), (h[1],), (h[2],), (h[4],), (h[3],)]
 
 
-def test_count_depth2_capacity1_by_hand() -> None:
-    """Depth 2 adds, under each depth-1 call, the calls of the state it reached.
-
-    - 3 stores of one hash (h pending, free 0): 9 stores (stores containing h protect it:
-      refused, still enabled) + complete_store({h}) True/False (2) + 9 touches + 1 = 21;
-    - the other 16 calls leave the root state: 19 children each.
-    Total: 19 + 3·21 + 16·19 = 386.
-    """
-    run = run_exhaustive(reference_lru_manager, policy="lru", capacity=1, depth=2)
-    assert run.ok
-    assert run.result.sequences == 19 + 3 * 21 + 16 * 19 == 386
-    assert run.result.maximal == 3 * 21 + 16 * 19
+def test_root_of_lru_capacity_1_by_hand() -> None:
+    """Capacity 1, empty: 17 touches and 17 stores (see above) = 34 calls. New states:
+    h0, h1, h2 or a free hash pending (stores of two hashes are refused): 1 + 4 = 5."""
+    run = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, depth=1)
+    assert run.ok and run.result.transitions == 34 and run.result.states == 5
+    assert not run.result.complete and run.result.diameter == 1
 
 
-def test_every_path_is_distinct_and_protocol_keeping() -> None:
-    """The tree has no duplicate sibling calls, and the model never raises on it (C1–C5)."""
-    alphabet = hash_alphabet(3)
-    world = ManagerWorld(lambda: reference_lru_manager(num_blocks=2, enable_events=True), 2, "lru", alphabet)
-    for op in world.enabled():
-        assert world.enabled().count(op) == 1
-    result = enumerate_tree(
-        lambda: ManagerWorld(lambda: reference_lru_manager(num_blocks=2, enable_events=True), 2, "lru", alphabet), 2
-    )
-    assert result.ok and result.depth == 2
+def test_whole_space_of_lru_capacity_1_by_hand() -> None:
+    """Capacity 1: empty, or one of h0, h1, h2, (any) free hash pending, ready or read by a
+    load: 1 + 4·3 = 13 states; the deepest is 'read' (store, complete, load): diameter 3."""
+    run = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1)
+    assert run.ok and run.result.complete
+    assert run.result.states == 13 and run.result.diameter == 3
 
 
-# -- conformance at a small bound ------------------------------------------------------------
+def test_symmetry_bigger_alphabet_adds_no_state() -> None:
+    """Past the saturating size more free hashes are only renamings: same states."""
+    size = saturating_alphabet("manager", "lru", 1, 2)
+    counts = {
+        hashes: run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, hashes=hashes).result.states
+        for hashes in (size, size + 3)
+    }
+    assert counts[size] == counts[size + 3] == 13
+    smaller = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, hashes=3).result.states
+    assert smaller == 1 + 3 * 3  # without free hashes: h0, h1, h2 only
 
 
-@pytest.mark.parametrize("policy", ["lru", "arc"])
-def test_reference_model_against_itself(policy: str) -> None:
-    from kvoffload.conformance import factories
-
-    factory = getattr(factories, f"reference_{policy}_manager")
-    for capacity in (1, 2):
-        run = run_exhaustive(factory, policy=policy, capacity=capacity, depth=2)
-        assert run.ok, run.report()
-
-
-@pytest.mark.parametrize(("policy", "factory"), [("lru", lru_manager), ("arc", arc_manager)])
-def test_production_manager_small_bound(policy: str, factory: Any) -> None:
-    for capacity, depth in ((1, 3), (2, 2)):
-        run = run_exhaustive(factory, policy=policy, capacity=capacity, depth=depth)
-        assert run.ok, run.report()
-        assert run.result.depth == depth
+def test_copies_and_replays_explore_the_same_space() -> None:
+    """The production manager's snapshots (``__deepcopy__``) agree with rebuilding each
+    state by replay from a fresh manager."""
+    for factory, policy, capacity, depth in ((impl.lru_manager, "lru", 2, 2), (impl.arc_manager, "arc", 1, 3)):
+        copied = run_exhaustive(factory, policy=policy, capacity=capacity, depth=depth).result
+        replayed = run_exhaustive(factory, policy=policy, capacity=capacity, depth=depth, snapshots=False).result
+        assert copied.ok and replayed.ok
+        assert (copied.states, copied.transitions, copied.diameter) == (
+            replayed.states, replayed.transitions, replayed.diameter)
 
 
-@pytest.mark.parametrize("policy", ["lru", "arc"])
-def test_production_policies_small_bound(policy: str) -> None:
-    from kvoffload.impl import factories
+def test_every_enabled_call_is_distinct() -> None:
+    world = ManagerWorld(lambda: reference.reference_lru_manager(num_blocks=2, enable_events=True), 2, "lru",
+                         hash_alphabet(7))
+    ops = world.enabled()
+    assert len(ops) == len(set(ops))
 
-    run = run_exhaustive(getattr(factories, f"{policy}_policy"), kind="policy", policy=policy, capacity=2, depth=3)
+
+# -- conformance: whole state spaces (bounded here; the CI lane runs the larger ones) -----------
+
+
+@pytest.mark.parametrize(("policy", "capacity", "depth"), [("lru", 1, None), ("lru", 2, 3), ("arc", 1, 4)])
+def test_reference_model_against_itself(policy: str, capacity: int, depth: int | None) -> None:
+    factory = getattr(reference, f"reference_{policy}_manager")
+    run = run_exhaustive(factory, policy=policy, capacity=capacity, depth=depth)
     assert run.ok, run.report()
+    assert run.result.complete == (depth is None)
 
 
-# -- planted bugs: caught at depth d with clause c --------------------------------------------
+@pytest.mark.parametrize(("policy", "capacity", "depth"), [("lru", 1, None), ("lru", 2, 3), ("arc", 1, 4)])
+def test_production_manager(policy: str, capacity: int, depth: int | None) -> None:
+    run = run_exhaustive(getattr(impl, f"{policy}_manager"), policy=policy, capacity=capacity, depth=depth)
+    assert run.ok, run.report()
+    assert run.result.complete == (depth is None)
 
-#: (planted bug, kind, policy, capacity, hashes, depth it is caught at, clause first named)
-CAUGHT: list[tuple[str, str, str, int, int, int, str]] = [
-    ("LookupCountsPending", "manager", "lru", 1, 3, 1, "M1"),
-    ("IteratesTwice", "manager", "lru", 1, 3, 1, "M0"),
-    ("manager_evicts_pending", "manager", "lru", 1, 3, 2, "I3"),
-    ("FailedStoreBecomesReady", "manager", "lru", 1, 3, 2, "M7"),
-    ("LookupNotPrefix", "manager", "lru", 1, 3, 2, "M1"),
-    ("manager_fingerprint", "manager", "lru", 1, 3, 2, "I8"),
-    ("manager_ignores_protected", "manager", "lru", 1, 3, 3, "M5"),
-    ("manager_partial_evict", "manager", "lru", 1, 3, 3, "I7"),
-    ("FailedStoreLeaks", "manager", "lru", 1, 3, 3, "I6"),
-    ("NoStoredEvent", "manager", "lru", 1, 3, 3, "M6"),
-    ("FailedStoreAnnounced", "manager", "lru", 1, 3, 3, "M7"),
-    ("manager_aliasing_backend", "manager", "lru", 2, 3, 3, "I4"),
-    ("manager_evicts_in_use", "manager", "lru", 1, 3, 4, "I3"),
-    ("LoadNotPinned", "manager", "lru", 1, 3, 4, "I3"),
-    ("SpuriousRefusal", "manager", "lru", 2, 4, 3, "I6"),
-    ("LRUIgnoresRefCnt", "policy", "lru", 1, 3, 2, "P5"),
-    ("LRUEvictsPending", "policy", "lru", 1, 3, 2, "P5"),
-    ("LRUIgnoresProtected", "policy", "lru", 1, 3, 2, "P5"),
-    ("LRUPartialEvict", "policy", "lru", 1, 3, 2, "P5"),
-    ("LRUTouchForward", "policy", "lru", 2, 3, 4, "L3"),
+
+@pytest.mark.parametrize(("policy", "capacity", "depth"), [("lru", 2, None), ("arc", 1, 4)])
+def test_production_policies(policy: str, capacity: int, depth: int | None) -> None:
+    run = run_exhaustive(getattr(impl, f"{policy}_policy"), kind="policy", policy=policy, capacity=capacity,
+                         depth=depth)
+    assert run.ok, run.report()
+    assert run.result.complete == (depth is None)
+
+
+# -- planted bugs: refuted with a shortest reproduction -----------------------------------------
+
+#: (planted bug, kind, policy, capacity, clause named first)
+CAUGHT: list[tuple[str, str, str, int, str]] = [
+    ("LookupCountsPending", "manager", "lru", 1, "M1"),
+    ("IteratesTwice", "manager", "lru", 1, "M0"),
+    ("manager_evicts_pending", "manager", "lru", 1, "I3"),
+    ("FailedStoreBecomesReady", "manager", "lru", 1, "M7"),
+    ("LookupNotPrefix", "manager", "lru", 1, "M1"),
+    ("manager_fingerprint", "manager", "lru", 1, "I8"),
+    ("manager_ignores_protected", "manager", "lru", 1, "M5"),
+    ("manager_partial_evict", "manager", "lru", 1, "I7"),
+    ("FailedStoreLeaks", "manager", "lru", 2, "I6"),
+    ("NoStoredEvent", "manager", "lru", 1, "M6"),
+    ("FailedStoreAnnounced", "manager", "lru", 1, "M7"),
+    ("manager_aliasing_backend", "manager", "lru", 2, "I4"),
+    ("manager_evicts_in_use", "manager", "lru", 1, "I3"),
+    ("LoadNotPinned", "manager", "lru", 1, "I3"),
+    ("SpuriousRefusal", "manager", "lru", 2, "I6"),
+    ("manager_touch_forward", "manager", "lru", 2, "L3"),
+    ("PrepareLoadTouches", "manager", "lru", 2, "L3"),
+    ("LRUIgnoresRefCnt", "policy", "lru", 1, "P5"),
+    ("LRUEvictsPending", "policy", "lru", 1, "P5"),
+    ("LRUIgnoresProtected", "policy", "lru", 1, "P5"),
+    ("LRUPartialEvict", "policy", "lru", 1, "P5"),
+    ("LRUTouchForward", "policy", "lru", 2, "L3"),
+    ("LRUTouchReadyOnly", "policy", "lru", 2, "L3"),
+    ("LRUShortEvict", "policy", "lru", 1, "L3"),
+    ("LRUTouchMarksReady", "policy", "lru", 1, "P6"),
+    ("FingerprintPolicy", "policy", "lru", 1, "P1"),
 ]
 
-#: Outside the bound, and why.
-OUTSIDE = {
-    "FailedStoreDropsReady": "strict mode only: complete_store(success=False) of a ready hash breaks C3",
-    "DuplicateLoadCountedOnce": "strict mode only: a hash twice in prepare_load breaks C5",
-    "CompleteLoadUnchecked": "strict mode only: complete_load without loads in flight breaks C2",
-    "manager_touch_forward": "needs capacity 2 at depth 4 (store 2, complete, touch 2, store): "
-                             "~30^4 sequences; caught as LRUTouchForward with --policies-only",
-    "LRUTouchReadyOnly": "not caught by --policies-only at capacity 1, depth 4 (398,520 sequences): "
-                         "needs a pending block touched past a ready one and an eviction, capacity 2",
-    "ARC policy bugs (ARCFloatTarget, ARCIntegerRatio, ARCUntrimmedGhosts, ARCNoT1Fallback, "
-    "ARCPromotesPending, manager_arc_*)": "need a fractional or saturated p / full ghost lists: "
-                                         "more steps than the bounds these tests run (not measured deeper)",
-    "LRUShortEvict, LRUTouchMarksReady, FingerprintPolicy": "policy bugs not run here (time); expected within "
-                                                            "--policies-only capacity 1, depth 2-3",
-    "LRUInsertOverwrites, LRURemoveAbsentSilently": "strict mode only: insert of a present / remove of an absent hash",
-    "backends (OverAllocatingBackend, DoubleFreeBackend, ...)": "not a manager or policy: the suite's backend machine",
-}
 
-
-@pytest.mark.parametrize(
-    ("name", "kind", "policy", "capacity", "hashes", "depth", "clause"), CAUGHT, ids=[c[0] for c in CAUGHT]
-)
-def test_planted_bug_caught_at_depth(
-    name: str, kind: str, policy: str, capacity: int, hashes: int, depth: int, clause: str
-) -> None:
+@pytest.mark.parametrize(("name", "kind", "policy", "capacity", "clause"), CAUGHT, ids=[c[0] for c in CAUGHT])
+def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacity: int, clause: str) -> None:
     factory = _bug(name, kind)
-    run = run_exhaustive(factory, kind=kind, policy=policy, capacity=capacity, depth=depth, hashes=hashes, source=name)
+    run = run_exhaustive(factory, kind=kind, policy=policy, capacity=capacity, source=name)
     assert not run.ok, f"{name} was not caught: {run.summary()}"
-    assert len(run.result.failing_path) == depth, run.report()
-    assert run.result.failure is not None and run.result.failure.clause == clause, run.report()
-    assert f"{name}(" in run.result.failure.reproduction
+    failure = run.result.failure
+    assert failure is not None and failure.clause == clause, run.report()
+    assert "did not fail again" not in failure.message
+    length = len(run.result.failing_path)
+    if length > 1:  # shortest: every state within one call fewer conforms
+        shorter = run_exhaustive(factory, kind=kind, policy=policy, capacity=capacity, source=name, depth=length - 1)
+        assert shorter.ok, shorter.report()
+    # The reproduction runs, and fails at its last line when that is a check.
+    namespace: dict[str, Any] = {name: factory}
+    code = compile(failure.reproduction, f"<{name} reproduction>", "exec")
+    if "\nassert " in failure.reproduction:
+        with pytest.raises(AssertionError):
+            exec(code, namespace)  # noqa: S102
+    else:
+        exec(code, namespace)  # noqa: S102
 
 
 # -- the command line ---------------------------------------------------------------------------
@@ -169,18 +183,20 @@ def test_planted_bug_caught_at_depth(
 
 def test_cli_exit_codes() -> None:
     runner = CliRunner()
-    ok = runner.invoke(check_exhaustive, ["--depth", "2", "--capacity", "1", "--target", "reference", "--quiet"])
+    ok = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "reference", "--quiet"])
     assert ok.exit_code == 0, ok.output
-    assert "conforms" in ok.output and "sequences" in ok.output and "alphabet:" in ok.output
+    assert "every reachable state" in ok.output and "states" in ok.output and "diameter" in ok.output
+    bounded = runner.invoke(check_exhaustive, ["--depth", "1", "--capacity", "1", "--policy", "lru",
+                                               "--target", "reference", "--quiet"])
+    assert bounded.exit_code == 0 and "within 1 calls" in bounded.output, bounded.output
     if pb is not None and hasattr(pb, "NoStoredEvent"):
-        bad = runner.invoke(check_exhaustive, ["--depth", "3", "--capacity", "1", "--policy", "lru",
+        bad = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru",
                                                "--target", "planted_bugs:NoStoredEvent", "--quiet"])
         assert bad.exit_code == 1, bad.output
-        assert "M6" in bad.output and "take_events" in bad.output
-    usage = runner.invoke(check_exhaustive, ["--depth", "2", "--capacity", "9"])
+        assert "VIOLATES M6" in bad.output and "from planted_bugs import NoStoredEvent" in bad.output
+    usage = runner.invoke(check_exhaustive, ["--capacity", "9"])
     assert usage.exit_code == 2
-    both = runner.invoke(check_exhaustive, ["--depth", "2", "--capacity", "1", "--target", "x:y"])
+    both = runner.invoke(check_exhaustive, ["--capacity", "1", "--target", "x:y"])
     assert both.exit_code == 2
-    missing = runner.invoke(check_exhaustive, ["--depth", "2", "--capacity", "1", "--policy", "lru",
-                                               "--target", "no_such_module_xyz:f"])
+    missing = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "no_such_module_xyz:f"])
     assert missing.exit_code == 2

@@ -82,3 +82,44 @@ def test_simulate_command() -> None:
     broken = runner.invoke(simulate, ["--manager", "tests.test_simulation:WrongBlock", "--requests", "150",
                                       "--seed", "3"])
     assert broken.exit_code == 1, broken.output
+
+
+class _NeverCopies:
+    """A third party's store handler that reports success without copying (H1, H2)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.done: list[Any] = []
+
+    def transfer_async(self, job_id: int, spec: Any) -> bool:
+        self.done.append(job_id)
+        return True
+
+    def get_finished(self) -> list[Any]:
+        finished = [(job, True) for job in self.done]
+        self.done = []
+        return finished
+
+    def wait(self, job_ids: set[int]) -> None:
+        return None
+
+
+def lying_handlers(kv_caches: Any, layout: Any, gpu_block_size: int, factor: int, cpu_blocks: int) -> Any:
+    from kvoffload.impl.copy import build_cpu_handlers
+
+    store, load = build_cpu_handlers(kv_caches, layout, gpu_block_size, factor, cpu_blocks)
+    return _NeverCopies(store), load
+
+
+def test_simulate_takes_third_party_handlers() -> None:
+    """--handlers MODULE:FACTORY: our own factory named explicitly passes; a store handler
+    that never copies is caught (corrupt loads); a missing module is a usage error."""
+    runner = CliRunner()
+    ours = runner.invoke(simulate, ["--handlers", "kvoffload.impl.copy:build_cpu_handlers", "--requests", "60"])
+    assert ours.exit_code == 0, ours.output
+    lying = runner.invoke(simulate, ["--handlers", "tests.test_simulation:lying_handlers", "--requests", "150",
+                                     "--seed", "3"])
+    assert lying.exit_code == 1, lying.output
+    assert "corrupt loads: 0" not in lying.output
+    missing = runner.invoke(simulate, ["--handlers", "nosuchmodule:factory"])
+    assert missing.exit_code == 2

@@ -1,32 +1,22 @@
-"""``kvoffload check-exhaustive``: bounded exhaustive lockstep checking (issue 8).
+"""``kvoffload check-exhaustive``: an explicit-state model checker (issues 8, 15).
 
-Enumerates EVERY protocol-keeping call sequence (C1–C5) of length ``1..N`` over a tiny
-hash alphabet, for every capacity ``1..C`` and each policy, and checks on each step what
-the lockstep conformance suite checks (answers, ``None`` vs not, evictions in order,
-events with ``removed``, exceptions, lookups of every alphabet hash, the model's
-``check_invariants()``, I4 on the target's block ids). The hash alphabet: h0 (32 bytes),
-h1 (shares h0's first 8 bytes: a 64-bit fingerprint collision), h2 (h0's first 16 bytes:
-a prefix of h0, I8), and with ``--hashes 4`` an unrelated h3.
+Breadth-first search over every reachable joint state of the reference model and a target
+(``model_checker``), for every capacity ``1..C`` and each policy, judging every call out of
+every state the way the lockstep suite does. States are deduplicated by fingerprint (the
+model's whole state plus the target's observable state: block ids), with symmetry
+reduction over the free hashes (``symmetry``: h0, its fingerprint twin h1 and its prefix
+h2 stay distinguished). Without ``--depth`` the search runs until no new state appears:
+every reachable state of that scope is proved to conform; ``--depth N`` stops after N
+calls. A violation is reported as the SHORTEST call sequence reaching it (BFS parent
+pointers), replayed on a fresh model and target, as a runnable snippet naming the clause.
 
-Manager call alphabet per step (``exhaustive_manager``): touch(1..T distinct hashes,
-ordered), prepare_store(1..min(C+1, |H|) distinct hashes, ordered, one-shot argument),
-complete_store(non-empty subset of pending hashes, success True|False, one-shot),
-prepare_load(non-empty subset of ready hashes), complete_load(a load in flight),
-take_events(). Observed after every step: lookup([h]) for h in H, lookup(H),
-lookup(reversed(H)). Events are on.
+Manager calls: ``exhaustive_manager``; CachePolicy calls alone (``--policies-only``):
+``exhaustive_policy``. The hash alphabet defaults to the smallest size at which the
+reduced state space stops growing (free hashes for every hash a state can hold, plus the
+fresh ones a call can use): ``3 + residents + ghosts + longest call``.
 
-Policy call alphabet (``--policies-only``, ``exhaustive_policy``): insert(absent h,
-ref_cnt −1|0|1), set a present block's ref_cnt, touch(1..T ordered), remove(present h),
-evict(0, ∅) and evict(n ∈ 1..C+1, ∅ or {h}). Observed: get(h) for h in H, P6.
-
-No pruning for a target: the full tree of sequences is walked; a sibling's target state
-is rebuilt by constructing the target afresh and replaying the exact call history (see
-``exhaustive_engine``). Distinct model states (canonical key of the model's full state:
-blocks and ref counts, policy lists/order, p, free count, loads in flight, queued events)
-are counted, never merged.
-
-Exit status: 0 every sequence conforms (summary printed), 1 a violation (clause and the
-failing call sequence as a Python snippet), 2 bad arguments.
+Exit status: 0 every explored state conforms (summary printed), 1 a violation (clause and
+the failing call sequence as a Python snippet), 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -39,42 +29,46 @@ from typing import Any
 import attrs
 import click
 
-from .exhaustive_engine import EnumerationResult, World, enumerate_tree, stderr_progress
 from .exhaustive_manager import ManagerWorld, hash_alphabet, manager_alphabet_text
 from .exhaustive_policy import PolicyWorld, policy_alphabet_text
 from .loading import FactoryLoadError, load_factory
+from .model_checker import Exploration, explore, stderr_progress
+from .symmetry import DISTINGUISHED
 
-__all__ = ["check_exhaustive", "ExhaustiveRun", "run_exhaustive", "resolve_target"]
+__all__ = ["check_exhaustive", "ExhaustiveRun", "run_exhaustive", "resolve_target", "saturating_alphabet"]
 
 
 @attrs.define
 class ExhaustiveRun:
-    """One enumeration: a target, a policy, a capacity."""
+    """One search: a target, a policy, a capacity."""
 
     target: str
     kind: str  # "manager" or "policy"
     policy: str
     capacity: int
-    depth: int
+    depth: int | None
     hashes: int
     touch_max: int
-    result: EnumerationResult[Any]
+    store_max: int
+    max_pins: int
+    result: Exploration[Any]
 
     @property
     def ok(self) -> bool:
         return self.result.ok
 
     def alphabet(self) -> str:
-        text = manager_alphabet_text if self.kind == "manager" else policy_alphabet_text
-        return text(self.hashes, self.touch_max, self.capacity)
+        if self.kind == "manager":
+            return manager_alphabet_text(self.hashes, self.touch_max, self.store_max, self.max_pins)
+        return policy_alphabet_text(self.hashes, self.touch_max, self.capacity)
 
     def summary(self) -> str:
         r = self.result
-        rate = r.sequences / r.seconds if r.seconds > 0 else 0.0
+        scope = "all reachable states" if r.complete else f"to depth {self.depth} (not exhausted)"
         return (
-            f"{self.kind} {self.target} policy={self.policy} capacity={self.capacity}: depth {r.depth}/{self.depth} "
-            f"complete, {r.sequences} sequences ({r.maximal} of length {r.depth}), {r.states} distinct model states, "
-            f"{r.calls} steps incl. replays, {r.seconds:.1f} s ({rate:.0f} sequences/s)"
+            f"{self.kind} {self.target} policy={self.policy} capacity={self.capacity} hashes={self.hashes}: "
+            f"{scope}: {r.states} states, {r.transitions} transitions, diameter {r.diameter}, "
+            f"at most {r.max_hashes} hashes in a state, {r.seconds:.1f} s"
         )
 
     def report(self) -> str:
@@ -85,10 +79,18 @@ class ExhaustiveRun:
         assert failure is not None
         return (
             f"{self.target} (policy={self.policy}, capacity={self.capacity}) VIOLATES {', '.join(failure.clauses)} "
-            f"at depth {len(r.failing_path)}\n{failure.message}\n\n"
-            f"Reproduction (the shortest failing call sequence; paste and run it):\n\n{failure.reproduction}\n"
-            f"(after {r.sequences} sequences at depth {len(r.failing_path)}, {r.seconds:.1f} s)"
+            f"after {len(r.failing_path)} calls\n{failure.message}\n\n"
+            f"Reproduction (a shortest failing call sequence; paste and run it):\n\n{failure.reproduction}\n"
+            f"(found after {r.states} states, {r.transitions} transitions, {r.seconds:.1f} s)"
         )
+
+
+def saturating_alphabet(kind: str, policy: str, capacity: int, longest: int) -> int:
+    """The alphabet size past which the symmetry-reduced space cannot grow: room for every
+    hash a state can hold (residents; ARC's two ghost lists of ``capacity`` each) as free
+    hashes, plus ``longest`` fresh ones for one call."""
+    held = capacity * (3 if policy == "arc" else 1)
+    return DISTINGUISHED + held + longest
 
 
 def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., Any], str, list[str]]:
@@ -112,52 +114,62 @@ def run_exhaustive(
     kind: str = "manager",
     policy: str = "lru",
     capacity: int = 1,
-    depth: int = 3,
-    hashes: int = 3,
+    depth: int | None = None,
+    hashes: int | None = None,
     touch_max: int = 2,
+    store_max: int = 2,
+    max_pins: int = 1,
     source: str = "make",
     imports: list[str] | None = None,
     progress: Callable[[str], None] | None = None,
-    iterative: bool = True,
+    snapshots: bool = True,
 ) -> ExhaustiveRun:
-    """Enumerate every sequence of length 1..depth for one capacity and policy."""
+    """Explore the reachable states of one capacity and policy (to ``depth`` if given)."""
+    if hashes is None:
+        hashes = saturating_alphabet(kind, policy, capacity, max(touch_max, store_max, 1))
     alphabet = hash_alphabet(hashes)
     make: Callable[[], Any]
     if kind == "manager":
         construct = f"{source}(num_blocks={capacity}, enable_events=True)"
         build = functools.partial(factory, num_blocks=capacity, enable_events=True)
-        make = functools.partial(ManagerWorld, build, capacity, policy, alphabet, touch_max, construct, imports)
+        make = functools.partial(ManagerWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
+                                 store_max=store_max, max_pins=max_pins)
     elif kind == "policy":
         construct = f"{source}(cache_capacity={capacity})"
         build = functools.partial(factory, cache_capacity=capacity)
         make = functools.partial(PolicyWorld, build, capacity, policy, alphabet, touch_max, construct, imports)
     else:
         raise ValueError(f"kind={kind!r} is not 'manager' or 'policy'")
-    world_maker: Callable[[], World[Any]] = make
-    result: EnumerationResult[Any] = enumerate_tree(
-        world_maker, depth, progress=progress, label=f"{policy} c={capacity} ", iterative=iterative
-    )
-    return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, touch_max, result)
+    result: Exploration[Any] = explore(make, depth, progress=progress, label=f"{policy} c={capacity} ",
+                                       snapshots=snapshots)
+    return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, touch_max, store_max, max_pins, result)
 
 
 @click.command("check-exhaustive", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--depth", type=click.IntRange(1, 12), required=True, help="Longest call sequence (N).")
-@click.option("--capacity", type=click.IntRange(1, 3), required=True,
-              help="Largest capacity C; every capacity 1..C is enumerated.")
+@click.option("--depth", type=click.IntRange(1, 64), default=None,
+              help="Stop after this many calls (default: every reachable state).")
+@click.option("--capacity", type=click.IntRange(1, 4), required=True,
+              help="Largest capacity C; every capacity 1..C is explored.")
 @click.option("--policy", type=click.Choice(["lru", "arc", "both"]), default="both", show_default=True)
 @click.option("--target", default="impl", show_default=True,
               help="impl (production), reference (the model against itself) or MODULE:FACTORY.")
-@click.option("--policies-only", is_flag=True, help="Enumerate CachePolicy calls alone (P1-P6, L1-L3, A1-A6).")
-@click.option("--hashes", type=click.IntRange(1, 4), default=3, show_default=True, help="Size of the hash alphabet.")
-@click.option("--touch-max", type=click.IntRange(1, 4), default=2, show_default=True,
-              help="Longest touch sequence.")
+@click.option("--policies-only", is_flag=True, help="Explore CachePolicy calls alone (P1-P6, L1-L3, A1-A6).")
+@click.option("--hashes", type=click.IntRange(1, 24), default=None,
+              help="Size of the hash alphabet (default: the size at which the state space stops growing).")
+@click.option("--touch-max", type=click.IntRange(1, 4), default=2, show_default=True, help="Longest touch call.")
+@click.option("--store-max", type=click.IntRange(1, 4), default=2, show_default=True,
+              help="Longest prepare_store call.")
+@click.option("--max-pins", type=click.IntRange(1, 3), default=1, show_default=True,
+              help="Most loads in flight on one block.")
+@click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
-def check_exhaustive(depth: int, capacity: int, policy: str, target: str, policies_only: bool,
-                     hashes: int, touch_max: int, quiet: bool) -> None:
-    """Check EVERY protocol-keeping call sequence up to --depth, lockstep with the model.
+def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,
+                     hashes: int | None, touch_max: int, store_max: int, max_pins: int, replay: bool,
+                     quiet: bool) -> None:
+    """Prove every reachable state conforms (or every state within --depth calls).
 
-    Exit status 0: all conform; 1: a violation (clause and call sequence printed);
-    2: bad arguments.
+    Exit status 0: all conform; 1: a violation (clause and shortest call sequence
+    printed); 2: bad arguments.
     """
     kind = "policy" if policies_only else "manager"
     policies = ["lru", "arc"] if policy == "both" else [policy]
@@ -176,7 +188,8 @@ def check_exhaustive(depth: int, capacity: int, policy: str, target: str, polici
         for cap in range(1, capacity + 1):
             try:
                 run = run_exhaustive(factory, kind=kind, policy=name, capacity=cap, depth=depth, hashes=hashes,
-                                     touch_max=touch_max, source=source, imports=imports, progress=progress)
+                                     touch_max=touch_max, store_max=store_max, max_pins=max_pins, source=source,
+                                     imports=imports, progress=progress, snapshots=not replay)
             except TypeError as error:  # the factory does not take the suite's keywords
                 click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
                 raise SystemExit(2) from None
@@ -184,16 +197,17 @@ def check_exhaustive(depth: int, capacity: int, policy: str, target: str, polici
             if not run.ok:
                 click.echo(run.report())
                 raise SystemExit(1)
-            if not quiet:
-                click.echo(run.summary())
+            click.echo(run.summary())
     total = time.perf_counter() - started
-    sequences = sum(r.result.sequences for r in runs)
     states = sum(r.result.states for r in runs)
+    transitions = sum(r.result.transitions for r in runs)
+    complete = all(r.result.complete for r in runs)
+    scope = "every reachable state" if complete else f"every state within {depth} calls"
     click.echo(f"alphabet: {runs[-1].alphabet()}")
     click.echo(
-        f"{target} conforms ({kind}s, policy={policy}, capacities 1..{capacity}, depth {depth}): "
-        f"{sequences} sequences, {states} distinct model states, {total:.1f} s "
-        f"({sequences / max(total, 1e-9):.0f} sequences/s)"
+        f"{target} conforms ({kind}s, policy={policy}, capacities 1..{capacity}, {scope}): "
+        f"{states} states, {transitions} transitions, diameter {max(r.result.diameter for r in runs)}, "
+        f"{total:.1f} s"
     )
     raise SystemExit(0)
 

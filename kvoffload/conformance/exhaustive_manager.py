@@ -1,76 +1,65 @@
 """The lockstep world of ``check-exhaustive`` for an ``OffloadingManager`` (M0–M10, I1–I8).
 
-Call alphabet per step, over the hash alphabet H (3 or 4 hashes, see ``hash_alphabet``),
-computed from the model's state so that every sequence keeps the caller protocol C1–C5:
+Calls per state, over the hash alphabet (``symmetry``), computed from the model's state
+so that every sequence keeps the caller protocol C1–C5:
 
-- ``touch(s)``: every ordered sequence ``s`` of 1..``touch_max`` distinct hashes of H
-  (absent and ghost hashes included: C4);
-- ``prepare_store(s)``: every ordered sequence of 1..min(capacity+1, |H|) distinct
-  hashes of H (C4, C5), passed as a one-shot iterator (M0);
-- ``complete_store(s, success)``: every non-empty subset ``s`` of the pending hashes, in
-  alphabet order, with ``success`` True and False (C3: each pending hash completed once),
-  passed as a one-shot iterator;
-- ``prepare_load(s)``: every non-empty subset of the ready hashes, in alphabet order (C1);
-- ``complete_load(s)``: one of the loads in flight, with its own hashes (C2);
-- ``take_events()``.
+- ``touch(s)``: ordered sequences of 1..``touch_max`` distinct hashes (absent and ghost
+  hashes included: C4);
+- ``prepare_store(s)``: ordered sequences of 1..``store_max`` distinct hashes, passed as
+  a one-shot iterator (M0);
+- ``complete_store(s, success)``: every non-empty subset of the pending hashes, with
+  ``success`` True and False (C3), one-shot;
+- ``prepare_load(s)``: every non-empty subset of the ready hashes with fewer than
+  ``max_pins`` loads in flight (C1; the bound keeps the state space finite);
+- ``complete_load(s)``: one of the loads in flight, with its own hashes (C2).
 
-Events are on. After every step (observations, not branching): ``lookup([h])`` of every
-h in H, ``lookup(H)`` and ``lookup(reversed(H))`` are compared with the model (M1, and
-I7 after a refused store), the model's ``check_invariants()`` runs (I1–I4), and the
-target's block ids of the live hashes must be distinct (I4). Each call compares the
-answer: exception or not (ContractViolation vs not), ``None`` vs not and
-``block_hashes_to_store`` and ``block_hashes_evicted`` in order (M5, I3, I6, L3/A4),
-load spec ids against the store spec ids (M2), events with ``removed`` (M6–M8, I5).
+Events are on, and ``take_events()`` follows every call (so no event queue is carried
+between states): the events must be those of the model, with ``removed`` (M5–M8, I5).
+After every call: ``lookup([h])`` of every alphabet hash, ``lookup(H)`` and
+``lookup(reversed(H))`` (M1, I7 after a refused store), the model's
+``check_invariants()`` (I1–I4) and the target's block ids of live hashes (I4). Each call
+compares exception or not, ``None`` vs not, ``block_hashes_to_store`` and
+``block_hashes_evicted`` in order (M5, I3, I6, L3/A4) and load ids against store ids (M2).
+
+The joint state's fingerprint: the model's policy lists (hashes, ref counts, order; ARC's
+ghosts and ``p``), the loads in flight, and the target's observable state (the block id
+it gave each live hash), with free hashes renamed (``symmetry.Relabel``). The events'
+``block_size``/``medium`` are compared with the first event of the path being judged, and
+are not part of the state.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from ..spec import ContractViolation, ReferenceARCPolicy, ReferenceLRUPolicy, ReferenceManager
+from ..spec import ReferenceARCPolicy, ReferenceCPUBackend, ReferenceLRUPolicy, ReferenceManager
+from ..spec.types import BlockStatus
 from .machine_base import Outcome, invoke
+from .judge import confusable, event_blame, replay_events, victim_blame, victim_fault
 from .report import CallLog, ConformanceFailure
 from .strategies import OneShot
+from .symmetry import Relabel, canonical_calls, hash_alphabet
 
 __all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "manager_alphabet_text", "render_op"]
 
 #: One call: (method, hashes, success) — success only for complete_store.
 ManagerOp = tuple[str, tuple[bytes, ...], bool]
 
-_BASE = bytes.fromhex("00112233445566778899aabbccddeeff0123456789abcdeffedcba9876543210")
 
-
-def hash_alphabet(size: int = 3) -> list[bytes]:
-    """h0: 32 bytes; h1: same first 8 bytes as h0, differs after (a 64-bit fingerprint
-    collision); h2: h0's first 16 bytes (a prefix of h0, I8); h3: unrelated."""
-    alphabet = [_BASE, _BASE[:8] + bytes(range(0xE0, 0xF8)), _BASE[:16], bytes(range(0x40, 0x60))]
-    if not 1 <= size <= len(alphabet):
-        raise ValueError(f"the hash alphabet has 1 to {len(alphabet)} hashes, not {size}")
-    return alphabet[:size]
-
-
-def manager_alphabet_text(hashes: int, touch_max: int, capacity: int) -> str:
+def manager_alphabet_text(hashes: int, touch_max: int, store_max: int, max_pins: int) -> str:
     return (
-        f"hashes H=h0..h{hashes - 1} (h1 shares h0's first 8 bytes, h2 is a prefix of h0); "
-        f"ops: touch(1..{touch_max} distinct of H, ordered), "
-        f"prepare_store(1..{min(capacity + 1, hashes)} distinct of H, ordered, one-shot), "
+        f"hashes H=h0..h{hashes - 1} (h1 shares h0's first 8 bytes, h2 is a prefix of h0, the rest are "
+        f"interchangeable: symmetry-reduced); calls: touch(1..{touch_max} distinct of H, ordered), "
+        f"prepare_store(1..{store_max} distinct of H, ordered, one-shot), "
         "complete_store(non-empty subset of pending, success=True|False, one-shot), "
-        "prepare_load(non-empty subset of ready), complete_load(a load in flight), take_events(); "
-        "observed after each step: lookup([h]) for h in H, lookup(H), lookup(reversed(H))"
+        f"prepare_load(non-empty subset of ready with < {max_pins} loads in flight), "
+        "complete_load(a load in flight); after each call: take_events(), lookup([h]) for h in H, "
+        "lookup(H), lookup(reversed(H))"
     )
-
-
-def _confusable(a: bytes, b: bytes) -> bool:
-    return a != b and (a[:8] == b[:8] or a.startswith(b) or b.startswith(a))
-
-
-def _kind(error: BaseException) -> type[BaseException]:
-    for kind in (ContractViolation, TypeError, ValueError):
-        if isinstance(error, kind):
-            return kind
-    return type(error)
 
 
 def _subsets(items: list[bytes]) -> list[tuple[bytes, ...]]:
@@ -80,13 +69,56 @@ def _subsets(items: list[bytes]) -> list[tuple[bytes, ...]]:
 def render_op(op: ManagerOp, name: Callable[[object], str], var: str = "m") -> str:
     method, hashes, success = op
     listed = "[" + ", ".join(name(h) for h in hashes) + "]"
-    if method == "take_events":
-        return f"list({var}.take_events())"
     if method in ("prepare_store", "complete_store"):
         listed = f"iter({listed})"
     if method == "complete_store":
-        return f"{var}.complete_store({listed}, success={success})"
-    return f"{var}.{method}({listed})"
+        call = f"{var}.complete_store({listed}, success={success})"
+    elif method == "prepare_store":
+        call = f"r = {var}.prepare_store({listed})"
+    else:
+        call = f"{var}.{method}({listed})"
+    return f"{call}; events = list({var}.take_events())"
+
+
+#: Hashes outside every alphabet, stored only by ``probe`` (never part of a state).
+PROBE_HASHES = [bytes([0x70 + i]) * 32 for i in range(16)]
+_MODEL_FIELDS = frozenset(vars(ReferenceManager(1)))
+
+
+def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
+    """A copy of a manager built of the reference parts (faster than ``deepcopy``: the
+    ctypes blocks are rebuilt, not pickled). Subclasses holding no state of their own
+    (the planted bugs) are cloned the same way."""
+    new = copy.copy(manager)
+    backend = copy.copy(manager.backend)
+    assert isinstance(backend, ReferenceCPUBackend)
+    fresh: dict[int, BlockStatus] = {}
+    for block_id, block in backend._handed_out.items():
+        twin = fresh[id(block)] = BlockStatus(block_id)
+        twin.ref_cnt = block.ref_cnt
+    backend._handed_out = {block_id: fresh[id(block)] for block_id, block in backend._handed_out.items()}
+    backend._free_ids = list(backend._free_ids)
+    policy = copy.copy(manager.policy)
+    for name in ("order", "t1", "t2"):
+        entries = getattr(policy, name, None)
+        if entries is not None:
+            setattr(policy, name, OrderedDict((h, fresh[id(b)]) for h, b in entries.items()))
+    for name in ("b1", "b2"):
+        if hasattr(policy, name):
+            setattr(policy, name, OrderedDict(getattr(policy, name)))
+    new.backend, new.policy, new._events = backend, policy, list(manager._events)
+    return new
+
+
+def _clonable(target: Any) -> bool:
+    return (
+        isinstance(target, ReferenceManager)
+        and set(vars(target)) == _MODEL_FIELDS
+        and type(target.backend) in (ReferenceCPUBackend,)
+        and set(vars(target.backend)) == {"block_size", "medium", "num_blocks", "_free_ids", "_handed_out"}
+        and isinstance(target.policy, (ReferenceLRUPolicy, ReferenceARCPolicy))
+        and set(vars(target.policy)) <= {"cache_capacity", "order", "t1", "t2", "b1", "b2", "p"}
+    )
 
 
 class ManagerWorld:
@@ -101,13 +133,17 @@ class ManagerWorld:
         touch_max: int = 2,
         construct: str = "make()",
         imports: list[str] | None = None,
+        store_max: int = 2,
+        max_pins: int = 1,
     ) -> None:
         self.capacity = capacity
         self.policy = policy
         self.pool = hashes
         self.touch_max = touch_max
+        self.store_max = store_max
+        self.max_pins = max_pins
         self.model = ReferenceManager(capacity, policy=policy, enable_events=True)
-        self.target: Any = build() if build is not None else None
+        self.target: Any = build()
         self.inflight: list[tuple[bytes, ...]] = []
         self.id_of: dict[bytes, int] = {}
         self.event_meta: tuple[Any, Any] | None = None
@@ -115,55 +151,84 @@ class ManagerWorld:
         self.construct = construct
         self.imports = imports or []
         self.history: list[ManagerOp] = []
-        self.step_ops = self._static_ops()
+        self.last_store_refused = False
+        self.copyable = True
+        self.probing = True
+        self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
     # -- the alphabet -------------------------------------------------------------------
-    def _static_ops(self) -> tuple[list[ManagerOp], list[ManagerOp]]:
-        touches = [
-            ("touch", seq, True)
-            for size in range(1, min(self.touch_max, len(self.pool)) + 1)
-            for seq in itertools.permutations(self.pool, size)
-        ]
-        stores = [
-            ("prepare_store", seq, True)
-            for size in range(1, min(self.capacity + 1, len(self.pool)) + 1)
-            for seq in itertools.permutations(self.pool, size)
-        ]
-        return touches, stores
-
     def ref(self, h: bytes) -> int | None:
         block = self.model.policy.get(h)
         return None if block is None else int(block.ref_cnt)
 
+    def in_state(self) -> set[bytes]:
+        policy = self.model.policy
+        return set(self.model.blocks()) | set(getattr(policy, "b1", ())) | set(getattr(policy, "b2", ()))
+
+    def hashes_in_state(self) -> int:
+        return len(self.in_state())
+
+    def _touches_and_stores(self) -> tuple[list[ManagerOp], list[ManagerOp]]:
+        """Shared by every state with the same hashes in it (memoised: the alphabet is fixed)."""
+        present = frozenset(self.in_state())
+        found = self._calls.get(present)
+        if found is None:
+            touches: list[ManagerOp] = [("touch", s, True) for s in canonical_calls(self.pool, set(present), self.touch_max)]
+            stores: list[ManagerOp] = [
+                ("prepare_store", s, True) for s in canonical_calls(self.pool, set(present), self.store_max)
+            ]
+            found = self._calls[present] = (touches, stores)
+        return found
+
     def enabled(self) -> list[ManagerOp]:
-        touches, stores = self.step_ops
-        pending = [h for h in self.pool if self.ref(h) == -1]
-        ready = [h for h in self.pool if (r := self.ref(h)) is not None and r >= 0]
+        touches, stores = self._touches_and_stores()
+        blocks: dict[Any, BlockStatus] = self.model.blocks()
+        pending = [h for h in self.pool if h in blocks and blocks[h].ref_cnt == -1]
+        loadable = [h for h in self.pool if h in blocks and 0 <= blocks[h].ref_cnt < self.max_pins]
         ops: list[ManagerOp] = list(stores)
         for subset in _subsets(pending):
             ops.append(("complete_store", subset, True))
             ops.append(("complete_store", subset, False))
-        ops.extend(("prepare_load", subset, True) for subset in _subsets(ready))
+        ops.extend(("prepare_load", subset, True) for subset in _subsets(loadable))
         ops.extend(("complete_load", load, True) for load in dict.fromkeys(self.inflight))
         ops.extend(touches)
-        ops.append(("take_events", (), True))
         return ops
 
-    def key(self) -> Hashable:
+    def fingerprint(self) -> Hashable:
         policy = self.model.policy
+        name = Relabel(self.pool[:3])
+        lists: tuple[Any, ...]
         if isinstance(policy, ReferenceARCPolicy):
-            lists: tuple[Any, ...] = (
-                tuple((h, b.ref_cnt) for h, b in policy.t1.items()),
-                tuple((h, b.ref_cnt) for h, b in policy.t2.items()),
-                tuple(policy.b1),
-                tuple(policy.b2),
+            lists = (
+                tuple((name(h), b.ref_cnt) for h, b in policy.t1.items()),
+                tuple((name(h), b.ref_cnt) for h, b in policy.t2.items()),
+                name.many(policy.b1),
+                name.many(policy.b2),
                 policy.p,
             )
         else:
             assert isinstance(policy, ReferenceLRUPolicy)
-            lists = (tuple((h, b.ref_cnt) for h, b in policy.order.items()),)
-        events = tuple((tuple(e.block_hashes), e.removed) for e in self.model._events)
-        return (lists, self.model.backend.get_num_free_blocks(), tuple(sorted(self.inflight)), events)
+            lists = (tuple((name(h), b.ref_cnt) for h, b in policy.order.items()),)
+        loads = tuple(sorted(name.many(load) for load in self.inflight))
+        ids = tuple(sorted((name(h), block_id) for h, block_id in self.id_of.items()))
+        return (lists, loads, ids)
+
+    def fork(self) -> ManagerWorld | None:
+        """An independent copy (the target deep-copied), or ``None`` if it cannot be."""
+        if not self.copyable:
+            return None
+        new = copy.copy(self)
+        try:
+            new.target = clone_reference_manager(self.target) if _clonable(self.target) else copy.deepcopy(self.target)
+        except Exception:  # a target that cannot be copied is rebuilt by replay instead
+            self.copyable = False
+            return None
+        new.model = clone_reference_manager(self.model)
+        new.inflight = list(self.inflight)
+        new.id_of = dict(self.id_of)
+        new.replayed = set(self.replayed)
+        new.history = list(self.history)
+        return new
 
     # -- failing ------------------------------------------------------------------------
     def fail(self, clauses: str | tuple[str, ...], message: str, check: str = "") -> None:
@@ -183,8 +248,29 @@ class ManagerWorld:
         self.history.append(op)
         method, hashes, success = op
         getattr(self, "_" + method)(list(hashes), success)
+        self._take_events()
         self.model.check_invariants()
         self.observe(method, success)
+        self.probe()
+
+    def probe(self) -> None:
+        """Make the target's eviction order observable before states are merged on the
+        model's state: a copy completes every load and store in flight, then stores
+        ``capacity`` hashes that are never in the alphabet (evicting every block in one
+        call), judged against the model: a recency bug that has not yet changed a victim
+        is seen now, with those calls in the reproduction."""
+        blocks = self.model.blocks()
+        if not self.probing or not blocks:
+            return
+        twin = self.fork()
+        if twin is not None:
+            twin.probing = False
+            for load in list(dict.fromkeys(twin.inflight)):
+                twin.apply(("complete_load", load, True))
+            pending = tuple(h for h, b in blocks.items() if b.ref_cnt == -1)
+            if pending:
+                twin.apply(("complete_store", pending, True))
+            twin.apply(("prepare_store", tuple(PROBE_HASHES[: self.capacity]), True))
 
     def _call(self, method: str, items: list[bytes], clause: str, **keywords: Any) -> tuple[Outcome, Outcome]:
         oneshot = method in ("prepare_store", "complete_store")
@@ -192,7 +278,7 @@ class ManagerWorld:
         target_out = invoke(getattr(self.target, method), argument, **keywords)
         model_out = invoke(getattr(self.model, method), list(items), **keywords)
         if isinstance(argument, OneShot) and argument.reiterated:
-            self.fail("M0", f"{method} iterated its one-shot hashes argument a second time", "not reiterated")
+            self.fail("M0", f"{method} iterated its one-shot hashes argument a second time (M0: read it at most once)")
         if model_out[1] is not None:  # never on protocol-keeping sequences
             raise AssertionError(f"the model raised {model_out[1]!r} on a protocol-keeping call")
         if target_out[1] is not None:
@@ -203,7 +289,7 @@ class ManagerWorld:
     def _touch(self, items: list[bytes], _: bool) -> None:
         self._call("touch", items, "M4")
 
-    def _take_events(self, items: list[bytes], _: bool) -> None:
+    def _take_events(self) -> None:
         try:
             target_events = list(self.target.take_events())
         except Exception as error:
@@ -217,27 +303,15 @@ class ManagerWorld:
                 self.event_meta = meta
             elif meta != self.event_meta:
                 self.fail("M8", f"event block_size/medium {meta!r} differ from earlier {self.event_meta!r}")
+        ready = {h for h, b in self.model.blocks().items() if b.ref_cnt >= 0}
         if view != expected:
-            log = CallLog("m", [])
-            for h in self.pool:
-                log.name(h)
-            index = next((i for i, (a, b) in enumerate(zip(view, expected)) if a != b), min(len(view), len(expected)))
-            if index < len(expected):
-                clause = "M5" if expected[index][1] else "M6"
-            else:
-                hs, removed = view[index]
-                ready = {h for h, b in self.model.blocks().items() if b.ref_cnt >= 0}
-                clause = "M5" if removed else ("M6" if all(h in ready for h in hs) else "M7")
+            log = self._names()
             rendered = "[" + ", ".join(f"([{', '.join(map(log.name, hs))}], {rm})" for hs, rm in expected) + "]"
             got = "[" + ", ".join(f"([{', '.join(map(log.name, hs))}], {rm})" for hs, rm in view) + "]"
-            self.fail((clause, "M8", "I5"), f"take_events yielded {got}; the contract expects {rendered}",
-                      f"[(list(e.block_hashes), e.removed) for e in <the last take_events>] == {rendered}")
-        for hs, removed in view:
-            if removed:
-                self.replayed.difference_update(hs)
-            else:
-                self.replayed.update(hs)
-        if self.replayed != {h for h, b in self.model.blocks().items() if b.ref_cnt >= 0}:
+            self.fail(event_blame(view, expected, ready), f"take_events yielded {got}; the contract expects {rendered}",
+                      f"[(list(e.block_hashes), e.removed) for e in events] == {rendered}")
+        replay_events(self.replayed, view)
+        if self.replayed != ready:
             self.fail("I5", "replaying the events does not give the ready set")
 
     def _complete_store(self, items: list[bytes], success: bool) -> None:
@@ -286,21 +360,9 @@ class ManagerWorld:
             self.fail(self.refine(("M5",), missing[0]),
                       f"prepare_store did not store {missing[0]!r}, which is absent (M5.1), "
                       f"block_hashes_to_store is {list(target_value.block_hashes_to_store)!r}")
-        for victim in evicted:
-            ref = blocks_before.get(victim)
-            if ref is None:
-                self.fail(self.refine(("M5",), victim), f"prepare_store evicted {victim!r}, which is not present")
-            if ref == -1:
-                self.fail("I3", f"prepare_store evicted {victim!r}, whose store is still in flight (pending)")
-            if ref is not None and ref > 0:
-                self.fail("I3", f"prepare_store evicted {victim!r}, which {ref} load(s) in flight are reading")
-            if victim in protected:
-                self.fail("M5", f"prepare_store evicted {victim!r}, which is in its own input (M5.3: protected)")
-        if len(set(evicted)) != len(evicted):
-            self.fail("M5", f"prepare_store evicted a hash twice: {evicted!r}")
-        if len(evicted) != need:
-            self.fail(("M5", "I1") if len(evicted) < need else ("M5",),
-                      f"prepare_store evicted {len(evicted)} blocks, but M5.3 needs exactly {need}")
+        fault = victim_fault(evicted, blocks_before, protected, need, self._names().name)
+        if fault is not None:
+            self.fail(*fault)
         if model_value is None:
             self.fail("M5", "prepare_store stored although no eviction could satisfy it (M5.4)", "r is None")
         got_to_store = list(target_value.block_hashes_to_store)
@@ -308,10 +370,11 @@ class ManagerWorld:
             self.fail("M5", f"block_hashes_to_store is {got_to_store!r}, the contract expects "
                       f"{model_value.block_hashes_to_store!r} (M5.1)")
         if evicted != list(model_value.block_hashes_evicted):
-            clause = {"lru": "L3", "arc": "A4"}[self.policy]
-            self.fail((clause, "A3", "A5") if clause == "A4" else (clause, "L2"),
-                      f"prepare_store evicted {evicted!r}, {self.policy.upper()} evicts "
-                      f"{list(model_value.block_hashes_evicted)!r}")
+            name = self._names().name
+            expected = "[" + ", ".join(map(name, model_value.block_hashes_evicted)) + "]"
+            self.fail(victim_blame(self.policy),
+                      f"prepare_store evicted [{', '.join(map(name, evicted))}], {self.policy.upper()} evicts {expected}",
+                      f"list(r.block_hashes_evicted) == {expected}")
         for victim in evicted:
             self.id_of.pop(victim, None)
         ids = getattr(target_value.store_spec, "block_ids", None)
@@ -323,43 +386,66 @@ class ManagerWorld:
 
     # -- observations -------------------------------------------------------------------
     def refine(self, clauses: tuple[str, ...], h: bytes) -> tuple[str, ...]:
-        if any(_confusable(h, other) for other in self.model.blocks()):
+        if any(confusable(h, other) for other in self.model.blocks()):
             return ("I8", *clauses)
         return clauses
 
+    def observed(self) -> list[bytes]:
+        """The hashes looked up after a call: those in the state, the distinguished ones
+        and one fresh free hash (the other fresh ones are its renamings), alphabet order."""
+        in_state = self.in_state()
+        fresh = [h for h in self.pool[3:] if h not in in_state][:1]
+        return [h for h in self.pool if h in in_state or h in fresh or h in self.pool[:3]]
+
     def observe(self, method: str, success: bool) -> None:
-        clause = {"touch": "M4", "prepare_store": "M5", "complete_store": "M6" if success else "M7",
-                  "prepare_load": "M2", "complete_load": "M3", "take_events": "M8"}[method]
-        if method == "prepare_store" and getattr(self, "last_store_refused", False):
-            clause = "I7"
-        queries = [[h] for h in self.pool] + [list(self.pool), list(reversed(self.pool))]
-        log = CallLog("m", [])
-        for h in self.pool:
-            log.name(h)
-        for query in queries:
-            value, error = invoke(self.target.lookup, list(query))
-            expected = self.model.lookup(list(query))
-            source = f"m.lookup([{', '.join(map(log.name, query))}])"
-            if error is not None:
-                self.fail("M1", f"{source} raised {error!r} after {method}")
-            if value != expected:
-                found: tuple[str, ...] = (clause,) if clause != "M1" else ("M1",)
-                if len(query) > 1:
-                    found = ("M1", clause)
-                else:
-                    h = query[0]
-                    if value and self.ref(h) == -1:
-                        found = ("M1", clause)
-                    elif value:
-                        found = self.refine(found, h)
-                self.fail(found, f"after {method}, {source} returned {value!r}; the model says {expected!r}",
-                          f"{source} == {expected!r}")
+        """M1 after every call (I7 after a refused store); I4 on the target's block ids."""
+        hashes = self.observed()
+        blocks = self.model.blocks()
+        lookup = self.target.lookup
+        for h in hashes:
+            block = blocks.get(h)
+            value, error = invoke(lookup, [h])
+            if error is not None or value != (1 if block is not None and block.ref_cnt >= 0 else 0):
+                self._lookup_mismatch(method, success, [h])
+        for query in (hashes, hashes[::-1]):
+            value, error = invoke(lookup, list(query))
+            if error is not None or value != self.model.lookup(list(query)):
+                self._lookup_mismatch(method, success, query)
         owners: dict[int, bytes] = {}
-        for h in self.model.blocks():
+        for h in blocks:
             known = self.id_of.get(h)
             if known is None:
                 continue
             other = owners.setdefault(known, h)
             if other != h:
-                self.fail(("I4", "I8") if _confusable(h, other) else ("I4",),
+                log = self._names()
+                self.fail(("I4", "I8") if confusable(h, other) else ("I4",),
                           f"{log.name(h)} and {log.name(other)} are both present and share block {known}")
+
+    def _names(self) -> CallLog:
+        log = CallLog("m", [])
+        for h in self.pool:
+            log.name(h)
+        return log
+
+    def _lookup_mismatch(self, method: str, success: bool, query: list[bytes]) -> None:
+        """Name the clause a wrong lookup answer breaks, and fail."""
+        clause = {"touch": "M4", "prepare_store": "M5", "complete_store": "M6" if success else "M7",
+                  "prepare_load": "M2", "complete_load": "M3"}[method]
+        if method == "prepare_store" and self.last_store_refused:
+            clause = "I7"
+        log = self._names()
+        source = f"m.lookup([{', '.join(map(log.name, query))}])"
+        value, error = invoke(self.target.lookup, list(query))
+        expected = self.model.lookup(list(query))
+        if error is not None:
+            self.fail("M1", f"{source} raised {error!r} after {method}")
+        found: tuple[str, ...] = (clause,)
+        if len(query) > 1:
+            found = ("M1", clause)
+        elif value and self.ref(query[0]) == -1:
+            found = ("M1", clause)
+        elif value:
+            found = self.refine(found, query[0])
+        self.fail(found, f"after {method}, {source} returned {value!r}; the model says {expected!r}",
+                  f"{source} == {expected!r}")

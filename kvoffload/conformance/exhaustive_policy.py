@@ -8,10 +8,14 @@ never hold more than ``capacity`` blocks):
 - ``insert(h, blk)``: h absent from T1/T2 (ghosts allowed), fewer than ``capacity``
   present, a fresh block with ``ref_cnt`` −1, 0 or 1;
 - ``blk.ref_cnt = v``: a present hash's block set to v ∈ {−1, 0, 1}, v ≠ its value;
-- ``touch(s)``: every ordered sequence of 1..``touch_max`` distinct hashes of H;
+- ``touch(s)``: every ordered sequence of 1..``touch_max`` distinct hashes of H (up to
+  renaming of free hashes, ``symmetry``);
 - ``remove(h)``: h present;
 - ``evict(n, protected)``: n = 0 with no protection, or n ∈ 1..capacity+1 with
   ``protected`` ∅ or {h} for each h of H (n = capacity + 1 can never be met: None).
+
+The joint state's fingerprint: the model's lists (hashes and ref counts; ARC's ghosts and
+``p``) with free hashes renamed. Blocks evicted or removed are forgotten once checked.
 
 After every step: ``get(h)`` of every h in H is the very block inserted or ``None``
 (P1, A2, I8), every block's ``ref_cnt`` is what the caller set (P6), and the model's
@@ -20,13 +24,15 @@ After every step: ``get(h)`` of every h in H is the very block inserted or ``Non
 
 from __future__ import annotations
 
-import itertools
+import copy
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from ..spec import BlockStatus, ReferenceARCPolicy, ReferenceLRUPolicy
 from .machine_base import invoke
+from .judge import victim_blame
 from .report import CallLog, ConformanceFailure
+from .symmetry import Relabel, canonical_calls
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
 
@@ -59,7 +65,7 @@ def render_policy_op(op: PolicyOp, name: Callable[[object], str], block_names: d
     if method == "remove":
         return f"p.remove({name(hashes[0])})"
     protected = "{" + ", ".join(map(name, hashes)) + "}" if hashes else "set()"
-    return f"p.evict({number}, {protected})"
+    return f"r = p.evict({number}, {protected})"
 
 
 class PolicyWorld:
@@ -88,44 +94,71 @@ class PolicyWorld:
         self.construct = construct
         self.imports = imports or []
         self.history: list[PolicyOp] = []
-        self.touches: list[PolicyOp] = [
-            ("touch", seq, 0)
-            for size in range(1, min(touch_max, len(hashes)) + 1)
-            for seq in itertools.permutations(hashes, size)
-        ]
-        self.evicts: list[PolicyOp] = [("evict", (), 0)] + [
-            ("evict", protected, n)
-            for n in range(1, capacity + 2)
-            for protected in [(), *((h,) for h in hashes)]
-        ]
+        self.copyable = True
+        self.probing = True
+        self.inserted = 0  # blocks inserted so far (their ids)
 
-    def enabled(self) -> list[PolicyOp]:
-        ops: list[PolicyOp] = []
-        if len(self.blocks) < self.capacity:
-            ops.extend(("insert", (h,), v) for h in self.pool if h not in self.blocks for v in REF_VALUES)
-        for h in self.pool:
-            block = self.blocks.get(h)
-            if block is not None:
-                ops.extend(("set_ref", (h,), v) for v in REF_VALUES if v != block.ref_cnt)
-        ops.extend(self.touches)
-        ops.extend(("remove", (h,), 0) for h in self.pool if h in self.blocks)
-        ops.extend(self.evicts)
-        return ops
-
-    def key(self) -> Hashable:
+    def in_state(self) -> set[bytes]:
         model = self.model
         if isinstance(model, ReferenceARCPolicy):
+            return set(model.t1) | set(model.t2) | set(model.b1) | set(model.b2)
+        return set(model.order)
+
+    def hashes_in_state(self) -> int:
+        return len(self.in_state())
+
+    def enabled(self) -> list[PolicyOp]:
+        in_state = self.in_state()
+        singles = [seq[0] for seq in canonical_calls(self.pool, in_state, 1)]
+        ops: list[PolicyOp] = []
+        if len(self.blocks) < self.capacity:
+            ops.extend(("insert", (h,), v) for h in singles if h not in self.blocks for v in REF_VALUES)
+        for h, block in self.blocks.items():
+            ops.extend(("set_ref", (h,), v) for v in REF_VALUES if v != block.ref_cnt)
+        ops.extend(("touch", seq, 0) for seq in canonical_calls(self.pool, in_state, self.touch_max))
+        ops.extend(("remove", (h,), 0) for h in self.blocks)
+        ops.append(("evict", (), 0))
+        for n in range(1, self.capacity + 2):
+            ops.append(("evict", (), n))
+            ops.extend(("evict", (h,), n) for h in singles)
+        return ops
+
+    def fingerprint(self) -> Hashable:
+        model = self.model
+        name = Relabel(self.pool[:3])
+        if isinstance(model, ReferenceARCPolicy):
             return (
-                tuple((h, b.ref_cnt) for h, b in model.t1.items()),
-                tuple((h, b.ref_cnt) for h, b in model.t2.items()),
-                tuple(model.b1),
-                tuple(model.b2),
+                tuple((name(h), b.ref_cnt) for h, b in model.t1.items()),
+                tuple((name(h), b.ref_cnt) for h, b in model.t2.items()),
+                name.many(model.b1),
+                name.many(model.b2),
                 model.p,
             )
-        return tuple((h, b.ref_cnt) for h, b in model.order.items())
+        return tuple((name(h), b.ref_cnt) for h, b in model.order.items())
+
+    def fork(self) -> PolicyWorld | None:
+        """An independent copy: model, target and the caller's blocks copied together, so
+        both policies still share each block (``None`` if the target cannot be copied)."""
+        if not self.copyable:
+            return None
+        new = copy.copy(self)
+        memo: dict[int, Any] = {}
+        for block, _ in self.all_blocks:
+            twin = memo[id(block)] = BlockStatus(block.block_id)
+            twin.ref_cnt = block.ref_cnt
+        try:
+            new.target = copy.deepcopy(self.target, memo)
+        except Exception:  # rebuilt by replay instead
+            self.copyable = False
+            return None
+        new.model = copy.deepcopy(self.model, memo)
+        new.blocks = {h: memo[id(b)] for h, b in self.blocks.items()}
+        new.all_blocks = [(memo[id(b)], ref) for b, ref in self.all_blocks]
+        new.history = list(self.history)
+        return new
 
     def reproduction(self, check: str = "") -> str:
-        log = CallLog("p", self.imports)
+        log = CallLog("p", list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *self.imports])))
         for h in self.pool:
             log.name(h)
         names: dict[int, str] = {}
@@ -142,7 +175,8 @@ class PolicyWorld:
         method, hashes, number = op
         if method == "insert":
             h = hashes[0]
-            block = BlockStatus(len(self.all_blocks))
+            block = BlockStatus(self.inserted)
+            self.inserted += 1
             block.ref_cnt = number
             self.all_blocks.append((block, number))
             _, error = invoke(self.target.insert, h, block)
@@ -169,6 +203,24 @@ class PolicyWorld:
         else:
             self._evict(number, set(hashes))
         self.observe(method)
+        live = {id(b) for b in self.blocks.values()}
+        self.all_blocks = [(b, ref) for b, ref in self.all_blocks if id(b) in live]
+        self.probe()
+
+    def probe(self) -> None:
+        """Make the target's eviction order observable before states are merged on the
+        model's state: a copy makes every block idle and evicts them all in one call,
+        judged against the model (so a recency bug that has not yet changed a victim is
+        seen now, with those calls in the reproduction)."""
+        if not self.probing or not self.blocks:
+            return
+        twin = self.fork()
+        if twin is not None:
+            twin.probing = False
+            for h, block in twin.blocks.items():
+                if block.ref_cnt != 0:  # the caller's own field: pending and read blocks become idle
+                    twin.apply(("set_ref", (h,), 0))
+            twin.apply(("evict", (), len(twin.blocks)))
 
     def _evict(self, n: int, protected: set[bytes]) -> None:
         value, error = invoke(self.target.evict, n, set(protected))
@@ -177,26 +229,23 @@ class PolicyWorld:
         expected = self.model.evict(n, set(protected))
         got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
         expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
-        exact = {"lru": "L3", "arc": "A4"}[self.policy]
         if got_view != expected_view:
-            clauses: tuple[str, ...]
-            if value is None:
-                clauses = ("I6", exact, "P5")
-            elif self.policy == "arc":
-                clauses = ("A4", "A3", "A5")
-            else:
-                clauses = ("L3", "L2")
-            if value is not None and any(
-                self.blocks.get(h) is None or self.blocks[h].ref_cnt != 0 or h in protected for h, _ in value
-            ):
-                clauses = ("P5", *clauses)
+            ineligible = value is not None and any(
+                self.blocks.get(h) is None or self.blocks[h].ref_cnt != 0 or h in protected for h, _ in value)
+            clauses = victim_blame(self.policy, refused=value is None, ineligible=ineligible)
             self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy.upper()} evicts {expected_view!r}",
-                      f"[(h, blk.block_id) for h, blk in <evict>] == {expected_view!r}")
+                      "r is None" if expected_view is None else f"r is not None and [blk.block_id for _, blk in r] == {[i for _, i in expected_view]!r}")
         if value is not None:
             for h, block in value:
                 if block is not self.blocks.get(h):
                     self.fail(("P5", "P1"), f"evict returned {h!r} with a block other than the one inserted")
                 del self.blocks[h]
+
+    def _name(self, h: bytes) -> str:
+        log = CallLog("p", [])
+        for known in self.pool:
+            log.name(known)
+        return log.name(h)
 
     def observe(self, method: str) -> None:
         for block, ref in self.all_blocks:
@@ -212,7 +261,7 @@ class PolicyWorld:
                 ghost = isinstance(self.model, ReferenceARCPolicy) and (h in self.model.b1 or h in self.model.b2)
                 self.fail(("A2", "P1") if ghost else ("P1", "I8"),
                           f"after {method}, get({h!r}) returned {value!r}, but it is not present",
-                          f"p.get(<h>) is None")
+                          f"p.get({self._name(h)}) is None")
             if entry is not None and value is not entry:
                 clause = {"evict": "P5", "remove": "P3", "insert": "P2"}.get(method, "P1")
                 self.fail((clause, "P1", "I8") if clause != "P1" else ("P1", "I8"),

@@ -14,9 +14,10 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ..spec import ContractViolation, ReferenceManager
+from ..spec import ReferenceManager
 from ..spec.types import PrepareStoreOutput
 from .adopting import AdoptingPolicy
+from .judge import EXACT_VICTIM_CLAUSE, confusable, event_blame, exception_kind, replay_events, victim_blame, victim_fault
 from .report import ConformanceFailure
 from .machine_base import ConformanceMachine, Outcome, invoke
 from .strategies import ARG_KINDS, BAD_ELEMENTS, ONE_SHOT_KINDS, OneShot, batches, hash_pools, make_argument
@@ -35,9 +36,6 @@ METHOD_CLAUSE = {
 #: Mostly small capacities, so that evictions happen and ARC's ghost lists fill; a few up
 #: to a few dozen. (hypothesis draws the ends of the tuple more often than the middle.)
 CAPACITIES = (2, 3, 1, 2, 3, 4, 5, 3, 4, 6, 8, 16, 32, 4, 3)
-EXACT_VICTIM_CLAUSE = {"lru": "L3", "arc": "A4", "s3fifo": "F5", "sieve": "V5"}
-#: The clauses a wrong victim points at, per exact eviction clause.
-WRONG_VICTIM = {"L3": ("L3", "L2"), "A4": ("A4", "A3", "A5"), "F5": ("F5", "F4", "F6"), "V5": ("V5", "V4", "V6")}
 
 
 class _TouchingManager(ReferenceManager):
@@ -69,18 +67,6 @@ class _TouchingManager(ReferenceManager):
         if self.touching == "complete_store":
             return self._touched("complete_store", block_hashes, success=success)  # type: ignore[no-any-return]
         return super().complete_store(block_hashes, success)
-
-
-def _confusable(a: bytes, b: bytes) -> bool:
-    """I8: two distinct hashes that agree in 8+ leading bytes or where one prefixes the other."""
-    return a != b and (a[:8] == b[:8] or a.startswith(b) or b.startswith(a))
-
-
-def _exception_kind(error: BaseException) -> type[BaseException]:
-    for kind in (ContractViolation, TypeError, ValueError):
-        if isinstance(error, kind):
-            return kind
-    return type(error)
 
 
 class ManagerMachine(ConformanceMachine):
@@ -163,7 +149,7 @@ class ManagerMachine(ConformanceMachine):
             arg_var = ""
         call_source = f"m.{method}({source}{keyword_source})"
         if model_out[1] is not None:
-            expected = _exception_kind(model_out[1]).__name__
+            expected = exception_kind(model_out[1]).__name__
             self.log.add(
                 f"try:\n    {call_source}\nexcept {expected}:\n    pass  # expected\n"
                 f"else:\n    raise AssertionError('expected {expected}: {model_out[1]}')"
@@ -192,7 +178,7 @@ class ManagerMachine(ConformanceMachine):
                 f"{model_out[0]!r}{hint}",
             )
         if model_error is not None:
-            expected_kind = _exception_kind(model_error)
+            expected_kind = exception_kind(model_error)
             expected_clause = getattr(model_error, "clause", "M9")
             if target_error is None:
                 if method == "lookup" and expected_kind is TypeError:
@@ -207,7 +193,7 @@ class ManagerMachine(ConformanceMachine):
                     f"{method} returned {target_out[0]!r} where the contract expects "
                     f"{expected_kind.__name__} ({model_error}) and no change (M9)",
                 )
-            if _exception_kind(target_error) is not expected_kind:
+            if exception_kind(target_error) is not expected_kind:
                 self.fail(
                     (expected_clause, "M9"),
                     f"{method} raised {target_error!r}, but the contract expects a {expected_kind.__name__} "
@@ -234,7 +220,7 @@ class ManagerMachine(ConformanceMachine):
     def refine(self, clauses: tuple[str, ...], block_hash: bytes) -> tuple[str, ...]:
         """Put I8 first when the confused hash looks like a present one."""
         present = self.model.blocks()
-        if any(_confusable(block_hash, other) for other in present):
+        if any(confusable(block_hash, other) for other in present):
             return ("I8", *clauses)
         return clauses
 
@@ -267,34 +253,10 @@ class ManagerMachine(ConformanceMachine):
     def check_victims(
         self, evicted: list[bytes], protected: set[bytes], need: int, blocks_before: dict[Any, int], var: str
     ) -> None:
-        """M5.3, I3: exactly ``need`` distinct victims, each ready, idle and unprotected."""
-        check = f"{var} is None or len({var}.block_hashes_evicted) == {need}"
-        for victim in evicted:
-            name = self.log.name(victim) if type(victim) is bytes else repr(victim)
-            ref = blocks_before.get(victim)
-            if ref is None:
-                self.fail(
-                    self.refine(("M5",), victim) if isinstance(victim, bytes) else ("M5",),
-                    f"prepare_store evicted {name}, which is not present",
-                    f"{self.log.name(victim)!s} not in {var}.block_hashes_evicted",
-                )
-            if ref == -1:
-                self.fail("I3", f"prepare_store evicted {name}, whose store is still in flight (pending)",
-                          f"{name} not in {var}.block_hashes_evicted")
-            if ref > 0:
-                self.fail("I3", f"prepare_store evicted {name}, which {ref} load(s) in flight are reading",
-                          f"{name} not in {var}.block_hashes_evicted")
-            if victim in protected:
-                self.fail("M5", f"prepare_store evicted {name}, which is in its own input (M5.3: protected)",
-                          f"{name} not in {var}.block_hashes_evicted")
-        if len(set(evicted)) != len(evicted):
-            self.fail("M5", f"prepare_store evicted a hash twice: {evicted!r}", check)
-        if len(evicted) != need:
-            self.fail(
-                ("M5", "I1") if len(evicted) < need else ("M5",),
-                f"prepare_store evicted {len(evicted)} blocks, but M5.3 needs exactly {need}",
-                check,
-            )
+        """M5.3, I3 (``judge.victim_fault``)."""
+        fault = victim_fault(evicted, blocks_before, protected, need, self.log.name, var)
+        if fault is not None:
+            self.fail(*fault)
 
     def check_store_output(self, value: Any, var: str) -> None:
         """M5.5: a ``PrepareStoreOutput`` (or ``None``); anything else is reported as M5
@@ -440,7 +402,7 @@ class ManagerMachine(ConformanceMachine):
                     f"list({var}.block_hashes_evicted) == {expected}",
                 )
             self.fail(
-                WRONG_VICTIM[clause],
+                victim_blame(self.policy_mode),
                 f"prepare_store evicted [{', '.join(map(self.log.name, evicted))}], "
                 f"{self.policy_mode.upper()} evicts {expected} "
                 + {"A4": "(A4; or the T1/T2 order, ghosts or p diverged earlier: A1, A3, A5)",
@@ -549,33 +511,18 @@ class ManagerMachine(ConformanceMachine):
                 self.event_meta = meta
             elif meta != self.event_meta:
                 self.fail("M8", f"event block_size/medium {meta!r} differ from earlier {self.event_meta!r}")
+        failed, self.failed_since_take = self.failed_since_take, set()
         if view != expected:
-            index = next((i for i, (a, b) in enumerate(zip(view, expected)) if a != b), min(len(view), len(expected)))
-            failed_stored = [hs for hs, removed in view if not removed and set(hs) & self.failed_since_take
-                             and (hs, removed) not in expected]
-            if failed_stored:
-                clause = "M7"  # a stored event for a failed store: the failing call was complete_store(success=False)
-            elif index < len(expected):
-                clause = "M5" if expected[index][1] else "M6"
-            else:
-                hashes, removed = view[index]
-                ready = self.ready_set()
-                clause = "M5" if removed else ("M6" if all(h in ready for h in hashes) else "M7")
             def render(events: list[tuple[list[Any], bool]]) -> str:
                 return "[" + ", ".join(f"([{', '.join(map(self.log.name, hs))}], {rm})" for hs, rm in events) + "]"
 
             rendered = render(expected)
             self.fail(
-                (clause, "M8", "I5"),
+                event_blame(view, expected, self.ready_set(), failed),
                 f"take_events yielded {len(view)} event(s) {render(view)}; the contract expects {rendered}",
                 f"[(list(e.block_hashes), e.removed) for e in {var}] == {rendered}",
             )
-        self.failed_since_take.clear()
-        for hashes, removed in view:
-            if removed:
-                self.replayed.difference_update(hashes)
-            else:
-                self.replayed.update(hashes)
+        replay_events(self.replayed, view)
         if self.events_on:
             self.exercised("I5")
             if self.replayed != self.ready_set():
@@ -635,7 +582,7 @@ class ManagerMachine(ConformanceMachine):
                 continue
             other = owners.setdefault(known[0], (h, known[1]))
             if other[0] != h:
-                self.fail(("I4", "I8") if _confusable(h, other[0]) else ("I4",),
+                self.fail(("I4", "I8") if confusable(h, other[0]) else ("I4",),
                           f"{self.log.name(h)} and {self.log.name(other[0])} are both present and share block {known[0]}",
                           f"{known[1]} != {other[1]}")
         if self.id_of:  # no block ids seen (specs without block_ids): I4 cannot be checked

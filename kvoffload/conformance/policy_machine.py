@@ -23,6 +23,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ..spec import POLICIES, BlockStatus, ContractViolation, make_reference_policy
 from .adopting import AdoptingPolicy
+from .judge import EXACT_VICTIM_CLAUSE, victim_blame
 from .machine_base import ConformanceMachine, invoke
 from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
 
@@ -33,16 +34,13 @@ __all__ = ["PolicyMachine"]
 #: (hypothesis draws the ends of the tuple more often than the middle.)
 CAPACITIES = (3, 2, 4, 3, 1, 2, 3, 4, 5, 6, 8, 16, 3, 4)
 
-#: Per exact mode: the clauses of insert, touch, remove and eviction order, and those a
-#: wrong victim points at (the eviction clause first).
+#: Per exact mode: the clauses of insert, touch, remove and eviction order (the clauses a
+#: wrong victim points at live in the judge: ``victim_blame``).
 CLAUSES: dict[str, dict[str, str]] = {
     "lru": {"insert": "L1", "touch": "L2", "remove": "P3", "evict": "L3"},
     "arc": {"insert": "A1", "touch": "A3", "remove": "A6", "evict": "A4"},
     "s3fifo": {"insert": "F2", "touch": "F4", "remove": "F7", "evict": "F5"},
     "sieve": {"insert": "V2", "touch": "V4", "remove": "V6", "evict": "V5"},
-}
-WRONG_VICTIM: dict[str, tuple[str, ...]] = {
-    "lru": ("L3", "L2"), "arc": ("A4", "A3", "A5"), "s3fifo": ("F5", "F4", "F6"), "sieve": ("V5", "V4", "V6"),
 }
 
 
@@ -69,7 +67,7 @@ class PolicyMachine(ConformanceMachine):
         self.blocks: dict[bytes, tuple[BlockStatus, str]] = {}  # present hash -> block, source
         self.ref_of: dict[int, int] = {}  # id(block) -> the ref_cnt the machine set
         self.all_blocks: list[tuple[BlockStatus, str]] = []
-        self.exact_clause = CLAUSES.get(self.policy_mode, {}).get("evict", "P5")
+        self.exact_clause = EXACT_VICTIM_CLAUSE.get(self.policy_mode, "P5")
 
     def present(self) -> list[bytes]:
         return [h for h in self.pool if h in self.blocks]
@@ -315,13 +313,10 @@ class PolicyMachine(ConformanceMachine):
             got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
             if got_view != expected_view:
                 rendered = "None" if expected_view is None else "[" + ", ".join(f"({self.log.name(h)}, {i})" for h, i in expected_view) + "]"
-                clauses: tuple[str, ...] = (self.exact_clause,)
-                if value is None:
-                    clauses = ("I6", self.exact_clause, "P5")
-                else:
-                    clauses = WRONG_VICTIM[self.policy_mode]
-                if value is not None and any(self.blocks.get(h, (None,))[0] is None or self.blocks[h][0].ref_cnt != 0 or h in protected for h, _ in value):
-                    clauses = ("P5", *clauses)
+                ineligible = value is not None and any(
+                    self.blocks.get(h, (None,))[0] is None or self.blocks[h][0].ref_cnt != 0 or h in protected
+                    for h, _ in value)
+                clauses = victim_blame(self.policy_mode, refused=value is None, ineligible=ineligible)
                 self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy_mode.upper()} evicts {rendered}",
                           f"{view} == {rendered}")
             victims = [] if value is None else [h for h, _ in value]

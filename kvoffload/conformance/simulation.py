@@ -141,18 +141,27 @@ class FaultyHandler:
         return out
 
 
-def run_simulation(manager: OffloadingManager, config: SimulationConfig = SimulationConfig()) -> SimulationReport:
-    """Drive ``manager`` (``config.capacity`` blocks) and the CPU handlers; report E1/E2."""
+def run_simulation(
+    manager: OffloadingManager,
+    config: SimulationConfig = SimulationConfig(),
+    build_handlers: Callable[..., tuple[Any, Any]] | None = None,
+) -> SimulationReport:
+    """Drive ``manager`` (``config.capacity`` blocks) and copy handlers; report E1/E2.
+
+    ``build_handlers`` has ``build_cpu_handlers``'s signature (``kv_caches, layout,
+    gpu_block_size, block_size_factor, num_cpu_blocks``) and returns ``(store, load)``
+    ``OffloadingHandler``s (H1–H4); by default ours."""
     target: Any = manager  # hashes are plain bytes here (BlockHash is a NewType)
     import torch
 
     from kvoffload.impl.copy import build_cpu_handlers
 
+    build = build_cpu_handlers if build_handlers is None else build_handlers
     rng = random.Random(config.seed)
     f, cap = config.factor, config.capacity
     report = SimulationReport()
     kv = {f"layer{i}": torch.zeros((2, config.gpu_blocks, *config.block_shape)) for i in range(config.layers)}
-    raw_store, raw_load = build_cpu_handlers(kv, "kv_blocks", config.block_shape[0], f, cap)
+    raw_store, raw_load = build(kv, "kv_blocks", config.block_shape[0], f, cap)
     store = FaultyHandler(raw_store, config.store_fail_rate, random.Random(config.seed + 1))
     load = FaultyHandler(raw_load, config.load_fail_rate, random.Random(config.seed + 2))
     cache: dict[tuple[bytes, int, int], Any] = {}
@@ -324,19 +333,22 @@ def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManag
 
 @click.command(name="simulate", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--manager", "target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
+@click.option("--handlers", default="impl", show_default=True,
+              help="impl, or MODULE:FACTORY with build_cpu_handlers's signature returning (store, load).")
 @click.option("--policy", type=click.Choice(["lru", "arc"]), default="lru", show_default=True)
 @click.option("--requests", type=click.IntRange(min=1), default=400, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--capacity", type=click.IntRange(min=1), default=8, show_default=True, help="Offloaded blocks.")
 @click.option("--factor", type=click.IntRange(min=1), default=2, show_default=True,
               help="GPU blocks per offloaded block (H3).")
-def simulate(target: str, policy: str, requests: int, seed: int, capacity: int, factor: int) -> None:
+def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, capacity: int, factor: int) -> None:
     """End to end (E1, E2): scheduler + worker on CPU tensors, with injected faults.
 
     Exit 0: no corrupt load and no leaked block; 1: otherwise; 2: bad arguments.
     """
     try:
         make = manager_factory(target, policy)
+        build_handlers = None if handlers == "impl" else load_factory(handlers)
     except FactoryLoadError as error:
         raise click.UsageError(str(error)) from None
     config = SimulationConfig(requests=requests, seed=seed, capacity=capacity, factor=factor,
@@ -346,8 +358,8 @@ def simulate(target: str, policy: str, requests: int, seed: int, capacity: int, 
     except Exception as error:
         click.echo(f"Error: the factory could not build a manager: {type(error).__name__}: {error}", err=True)
         raise SystemExit(2) from None
-    click.echo(f"simulate --manager {target} --policy {policy} --requests {requests} --seed {seed} "
+    click.echo(f"simulate --manager {target} --handlers {handlers} --policy {policy} --requests {requests} --seed {seed} "
                f"--capacity {capacity} --factor {factor}")
-    report = run_simulation(manager, config)
+    report = run_simulation(manager, config, build_handlers)
     click.echo(report.format())
     raise SystemExit(0 if report.ok else 1)

@@ -9,6 +9,8 @@ block ids aside.
 
 from __future__ import annotations
 
+import copy
+
 from collections.abc import Callable, Iterable
 from operator import itemgetter
 from typing import Any
@@ -124,7 +126,7 @@ class CPUOffloadingManager(OffloadingManager):
         self.enable_events = bool(enable_events)
         self._events: list[OffloadingEvent] = []
         cap = self.num_blocks
-        ghosts = ghosts_per_block * cap
+        ghosts = self._ghosts = ghosts_per_block * cap
         size = table_size(nodes)
         n64, n32, n8 = L.arena_sizes(cap, ghosts)
         self._table = np.zeros(size, np.uint64)
@@ -153,14 +155,7 @@ class CPUOffloadingManager(OffloadingManager):
             view[name][:] = -1
         view["free"][:] = np.arange(cap - 1, -1, -1, dtype=np.int32)  # block 0 on top
         view["gfree"][:] = np.arange(cap + ghosts - 1, cap - 1, -1, dtype=np.int32)
-        self._meta = meta
-        self._ts = view["ts"]
-        self._ref = view["ref"]
-        self._hpos = view["hpos"]
-        self._free = view["free"]
-        self._bprev = view["bprev"]
-        self._bnext = view["bnext"]
-        self._lst = view["lst"]
+        self._bind_views()
         # The Python hash objects by block id, to hand back evicted hashes without copies.
         self._objects: npt.NDArray[np.object_] = np.empty(cap, dtype=object)
         self._batch = 0
@@ -168,6 +163,32 @@ class CPUOffloadingManager(OffloadingManager):
         self._io = np.zeros(L.IO_INFO, np.int64)
         self._grow_batch(64)
         runtime.start()
+
+    def _bind_views(self) -> None:
+        """Named views of the arenas (same memory), for introspection; from the one
+        layout table, so a copy (``__deepcopy__``) binds them to its own arrays."""
+        arenas = (self._a64, self._a32, self._a8)
+        cap, ghosts = self.num_blocks, self._ghosts
+        view = {name: arenas[L.ARENA_OF[name]][slice(*span(FIELDS[name], cap, ghosts))] for name in FIELDS}
+        self._meta = view["meta"]
+        self._ts = view["ts"]
+        self._ref = view["ref"]
+        self._hpos = view["hpos"]
+        self._free = view["free"]
+        self._bprev = view["bprev"]
+        self._bnext = view["bnext"]
+        self._lst = view["lst"]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CPUOffloadingManager:
+        """An independent manager in the same state (the model checker snapshots states
+        with it): every array copied, the named views bound to the copies."""
+        new = copy.copy(self)
+        for name in ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects", "_q", "_io"):
+            setattr(new, name, getattr(self, name).copy())
+        new._events = list(self._events)
+        new._bind_views()
+        memo[id(self)] = new
+        return new
 
     @property
     def _state(self) -> tuple[npt.NDArray[Any], ...]:

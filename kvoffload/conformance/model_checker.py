@@ -1,0 +1,158 @@
+"""The engine of ``check-exhaustive``: an explicit-state model checker (issue 15).
+
+A *world* holds the reference model and a target in lockstep. ``enabled()`` lists the
+protocol-keeping calls of its state (computed from the MODEL: C1–C5 are properties of
+the caller), ``apply(op)`` makes one call on both sides and judges it (raising
+``ConformanceFailure``), ``fingerprint()`` is the canonical key of the joint state (the
+model's whole state plus the target's observable state, with interchangeable hashes
+renamed: symmetry reduction), ``fork()`` is an independent copy (or ``None`` when the
+target cannot be copied: then the engine rebuilds the state by replaying its path from a
+fresh world), and ``replay(path)`` renders a failing path as a runnable reproduction.
+
+Breadth-first search over distinct fingerprints, as TLC or Stateright do: every
+transition out of every reachable state (up to ``depth`` when given) is judged, each new
+state is kept once, and a violation is reported as the SHORTEST call sequence reaching
+it, read off the parent pointers and replayed on a fresh model and target (so the
+reproduction is checked once more without copies). Soundness rests on two assumptions,
+both stated in the README: the target is deterministic in the calls it received, and
+its behaviour depends on a hash only through equality and the relations the distinguished
+hashes model (a 64-bit fingerprint shared, a prefix), so renaming the other hashes maps
+behaviours onto behaviours.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, Protocol, TypeVar
+
+import attrs
+
+from .report import ConformanceFailure
+
+__all__ = ["World", "Exploration", "explore", "stderr_progress"]
+
+Op = TypeVar("Op", bound=Hashable)
+
+
+class World(Protocol[Op]):  # pragma: no cover - a protocol
+    def enabled(self) -> list[Op]: ...
+    def apply(self, op: Op) -> None: ...
+    def fingerprint(self) -> Hashable: ...
+    def fork(self) -> World[Op] | None: ...
+    def hashes_in_state(self) -> int: ...
+
+
+@attrs.define
+class Exploration(Generic[Op]):
+    """What one search covered, or the shortest failing path it found."""
+
+    states: int = 0  # distinct joint states (fingerprints), the initial one included
+    transitions: int = 0  # calls judged (state, enabled call) pairs
+    diameter: int = 0  # the deepest BFS level holding a new state
+    complete: bool = False  # True: no new state left (every reachable state visited)
+    max_hashes: int = 0  # most distinct hashes any state held (the alphabet actually used)
+    seconds: float = 0.0
+    failure: ConformanceFailure | None = None
+    failing_path: list[Op] = attrs.field(factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+def _path_to(parents: dict[Hashable, tuple[Hashable, Any] | None], key: Hashable) -> list[Any]:
+    path: list[Any] = []
+    link = parents[key]
+    while link is not None:
+        key, op = link
+        path.append(op)
+        link = parents[key]
+    path.reverse()
+    return path
+
+
+def _rebuild(make_world: Callable[[], World[Op]], path: list[Op]) -> World[Op]:
+    world = make_world()
+    for op in path:
+        world.apply(op)
+    return world
+
+
+def _confirm(make_world: Callable[[], World[Op]], path: list[Op], found: ConformanceFailure) -> ConformanceFailure:
+    """The failure as a fresh model and target, replaying ``path``, report it: the
+    reproduction then owes nothing to copies. If the replay conforms, the target is not
+    deterministic or did not copy faithfully; that is said, with the original failure."""
+    try:
+        _rebuild(make_world, path)
+    except ConformanceFailure as failure:
+        return failure
+    return ConformanceFailure(
+        found.clauses,
+        f"{found.message} [NOTE: replaying this path on a fresh target did not fail again: the target is "
+        "not deterministic, or its copy (deepcopy) is not faithful; rerun with --replay]",
+        found.reproduction,
+    )
+
+
+def explore(
+    make_world: Callable[[], World[Op]],
+    depth: int | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+    label: str = "",
+    snapshots: bool = True,
+) -> Exploration[Op]:
+    """BFS over the reachable joint states (to ``depth`` calls when given).
+
+    ``snapshots``: expand a state from ``fork()`` copies; off (or when ``fork`` returns
+    ``None``), every transition rebuilds its source state by replaying the parent chain.
+    """
+    result: Exploration[Op] = Exploration()
+    started = last_report = time.perf_counter()
+    root = make_world()
+    parents: dict[Hashable, tuple[Hashable, Any] | None] = {root.fingerprint(): None}
+    frontier: list[tuple[Hashable, World[Op]]] = [(root.fingerprint(), root)]
+    result.max_hashes = root.hashes_in_state()
+    level = 0
+    while frontier and (depth is None or level < depth):
+        following: list[tuple[Hashable, World[Op]]] = []
+        for key, world in frontier:
+            path: list[Op] | None = None
+            for op in world.enabled():
+                child = world.fork() if snapshots else None
+                if child is None:
+                    path = _path_to(parents, key) if path is None else path
+                    child = _rebuild(make_world, path)
+                result.transitions += 1
+                try:
+                    child.apply(op)
+                except ConformanceFailure as failure:
+                    result.failing_path = [*_path_to(parents, key), op]
+                    result.failure = _confirm(make_world, result.failing_path, failure)
+                    result.states, result.diameter = len(parents), level
+                    result.seconds = time.perf_counter() - started
+                    return result
+                child_key = child.fingerprint()
+                if child_key not in parents:
+                    parents[child_key] = (key, op)
+                    following.append((child_key, child))
+                    result.max_hashes = max(result.max_hashes, child.hashes_in_state())
+            now = time.perf_counter()
+            if progress is not None and now - last_report >= 5.0:
+                last_report = now
+                progress(f"  {label}level {level + 1}: {len(parents)} states, {result.transitions} transitions, "
+                         f"{now - started:.0f} s")
+        frontier = following
+        level += 1
+        if frontier:
+            result.diameter = level
+    result.complete = not frontier
+    result.states = len(parents)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def stderr_progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
