@@ -13,10 +13,13 @@ from collections.abc import Collection
 from typing import Any
 
 import pytest
-from vllm.v1.kv_offload.base import LookupResult, OffloadingEvent, ReqContext
-from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
-from vllm.v1.kv_offload.cpu.policies.arc import ARCCachePolicy
-from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy
+
+pytest.importorskip("vllm")
+
+from vllm.v1.kv_offload.base import LookupResult, OffloadingEvent, ReqContext  # noqa: E402
+from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager  # noqa: E402
+from vllm.v1.kv_offload.cpu.policies.arc import ARCCachePolicy  # noqa: E402
+from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy  # noqa: E402
 
 from kvoffload.conformance import check_manager, check_policy
 from kvoffload.conformance.runner import run_conformance
