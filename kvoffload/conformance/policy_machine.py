@@ -208,13 +208,22 @@ class PolicyMachine(ConformanceMachine):
         (|B2|/|B1| or |B1|/|B2| above 1 and not whole), then p's fraction matters (A4),
         and repeats the touch up to three times, so that whole and fractional steps part
         by a whole block (A3)."""
+        self._hit_ghosts(data, [h for h in self.pool if h in self.model.b1 or h in self.model.b2])
+
+    def _fractional_ghosts(self) -> list[bytes]:
+        """The ARC ghosts whose hit moves p by a non-whole step (A3), in pool order."""
         b1, b2 = self.model.b1, self.model.b2
-        ghosts = [h for h in self.pool if h in b1 or h in b2]
-        fractional = [h for h in ghosts if (h in b1 and len(b2) > len(b1) and _is_fraction(len(b2) / len(b1)))
-                      or (h in b2 and self.model.p > 0 and len(b1) > len(b2) and _is_fraction(len(b1) / len(b2)))]
+        return [h for h in self.pool if (h in b1 and len(b2) > len(b1) and _is_fraction(len(b2) / len(b1)))
+                or (h in b2 and self.model.p > 0 and len(b1) > len(b2) and _is_fraction(len(b1) / len(b2)))]
+
+    def _hit_ghosts(self, data: st.DataObject, candidates: list[bytes]) -> None:
+        """Touch one or two of ``candidates`` 1-3 times, preferring (3 in 4) fractional ghosts."""
+        fractional = self._fractional_ghosts()
         if fractional and data.draw(st.integers(0, 3), label="any ghost") < 3:
-            ghosts = fractional
-        items = data.draw(st.lists(st.sampled_from(ghosts), min_size=1, max_size=2, unique=True), label="hashes")
+            candidates = fractional
+        if not candidates:
+            return
+        items = data.draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True), label="hashes")
         # Ghost hits do not change the lists' sizes: the same step again, as a later request would.
         for _ in range(data.draw(st.integers(1, 3), label="repeats")):
             self._touch(data, items)
@@ -255,12 +264,7 @@ class PolicyMachine(ConformanceMachine):
         ``t1 < floor(p)``, so an implementation whose p or whose comparison differs
         (A3, A4, A5) picks another victim there."""
         aim = self.policy_mode == "arc" and data.draw(st.booleans(), label="aim")
-        while len(self.blocks) < self.capacity and self.absent():
-            absent = self.absent()
-            if self.policy_mode == "arc":  # new hashes, so that the ghost lists keep their sizes
-                absent = [h for h in absent if h not in self.model.b1 and h not in self.model.b2] or absent
-            self._insert(data.draw(st.sampled_from(absent), label="hash"),
-                         0 if aim else data.draw(st.sampled_from((0, 0, -1)), label="ref_cnt"))
+        self._fill(data, ready=aim)
         present = self.present()
         if aim:
             t1_ready = [h for h in self.model.t1 if self.blocks[h][0].ref_cnt == 0]
@@ -279,6 +283,59 @@ class PolicyMachine(ConformanceMachine):
                     self._set_ref(h, 0)
         if data.draw(st.booleans(), label="drain"):
             self.drain()
+
+    def _fill(self, data: st.DataObject, *, ready: bool) -> None:
+        """Insert absent hashes until the cache is full (all ready and idle if ``ready``);
+        in ARC new hashes first, so that the ghost lists keep their sizes (A1)."""
+        while len(self.blocks) < self.capacity and self.absent():
+            absent = self.absent()
+            if self.policy_mode == "arc":
+                absent = [h for h in absent if h not in self.model.b1 and h not in self.model.b2] or absent
+            self._insert(data.draw(st.sampled_from(absent), label="hash"),
+                         0 if ready else data.draw(st.sampled_from((0, 0, -1)), label="ref_cnt"))
+
+    def _promote(self, data: st.DataObject, low: int, high: int) -> None:
+        """Touch between ``low`` and ``high`` ready blocks (in ARC: of T1, which moves them
+        to T2, A3), in a drawn order."""
+        ready = [h for h in (self.model.t1 if self.policy_mode == "arc" else self.present())
+                 if self.blocks[h][0].ref_cnt == 0]
+        high = min(high, len(ready))
+        if high < 1 or high < low:
+            return
+        count = data.draw(st.integers(max(0, low), high), label="promoted")
+        if count:
+            self._touch(data, list(data.draw(st.permutations(ready), label="order")[:count]))
+
+    def _eligible_count(self) -> int:
+        return sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0)
+
+    @rule(data=st.data())
+    def ladder(self, data: st.DataObject) -> None:
+        """A4, A5 (and L3, F5, V5): reach states by their shape, then drain them one
+        victim at a time.
+
+        In ARC, first 0-3 rounds of fill (ready), promote a drawn share to T2, drain all:
+        the ghost lists fill in drawn proportions and, with new hashes, beyond capacity
+        (A5 trims them); then a hit on a ghost or an absent hash (fractional steps
+        preferred, either list, so that p swings both ways: A3). Last, fill, promote at
+        least one block while T1 keeps at least floor(p), and evict(1) until nothing is
+        eligible: every |T1| from the top down to floor(p) is passed while T2 is not empty,
+        so the T1/T2 switch of A4 shows wherever p puts it."""
+        if self.policy_mode == "arc":
+            for _ in range(data.draw(st.integers(0, 3), label="rounds")):
+                self._fill(data, ready=True)
+                self._promote(data, 0, self.capacity)
+                if self._eligible_count():
+                    self._evict(self._eligible_count(), set())
+            self._hit_ghosts(data, self.absent())
+        self._fill(data, ready=True)
+        if self.policy_mode == "arc":
+            self._promote(data, 1, len(self.model.t1) - min(math.floor(self.model.p), self.capacity - 1))
+        else:
+            self._promote(data, 1, self.capacity)
+        while self._eligible_count():
+            if self._evict(1, set()) is None:
+                break
 
     @precondition(lambda self: sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0) >= 2)
     @rule()
