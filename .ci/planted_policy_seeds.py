@@ -1,6 +1,6 @@
 """Every planted POLICY bug of tests/test_conformance_bugs.py's CAUGHT, caught at each
 seed (default budget, shrinking off) with an accepted clause: prints a table, exits 1
-on any miss. Usage: python .ci/planted_policy_seeds.py [--seeds 10] [--only NAME ...]"""
+on any miss. Usage: python .ci/planted_policy_seeds.py [--first 0] [--seeds 10] [--only NAME ...]"""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from test_conformance_bugs import CAUGHT  # noqa: E402
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first", type=int, default=0, help="first seed")
+    parser.add_argument("--seeds", type=int, default=10, help="how many seeds")
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args()
     misses = 0
@@ -27,7 +28,7 @@ def main() -> int:
         if kind != "policy" or (args.only and name not in args.only):
             continue
         cells, seconds = [], []
-        for seed in range(args.seeds):
+        for seed in range(args.first, args.first + args.seeds):
             result = run_conformance(kind, factory, policy=policy, strict=strict, seed=seed, shrink=False)
             seconds.append(result.seconds)
             hit = not result.ok and result.clause in clauses

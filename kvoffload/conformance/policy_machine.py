@@ -9,7 +9,10 @@ The target is only observed through its answers (``get``, victims), but the mach
 knows the model's state and steers towards the states where subtle order bugs show:
 stores into a full cache (evictions), touches of pending blocks (L2, A3), touches of
 ARC ghosts (``p`` moves, by fractions when |B2|/|B1| is not whole: A3, A4), and ghost
-lists long enough to be trimmed (A5).
+lists long enough to be trimmed (A5). The ``ladder`` rule aims at shapes of state, not at
+known bugs: ghost lists filled in drawn proportions, a ghost hit moving ``p`` either way,
+then a drain one victim at a time that passes every |T1| while T2 is not empty (A4).
+``.ci/planted_policy_seeds.py`` checks that the planted policy bugs are caught at seeds 0-9.
 """
 
 from __future__ import annotations
