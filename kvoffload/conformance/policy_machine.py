@@ -379,6 +379,8 @@ class PolicyMachine(ConformanceMachine):
                 clauses = victim_blame(self.policy_mode, refused=value is None, ineligible=ineligible)
                 self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy_mode.upper()} evicts {rendered}",
                           f"{view} == {rendered}")
+            # The order clause (and ARC's ghost trimming, A5) was checked by this comparison.
+            self.exercised(CLAUSES[self.policy_mode]["evict"], *(("A5",) if self.policy_mode == "arc" else ()))
             victims = [] if value is None else [h for h, _ in value]
         else:
             if value is None:
