@@ -47,6 +47,13 @@ CLAUSES: dict[str, dict[str, str]] = {
 }
 
 
+#: Swarm testing: each example switches off up to three of these rules (drawn in
+#: ``setup``), so that runs differ in the mix of calls, not only in their arguments; some
+#: deep states are reached only without a rule that keeps undoing them (e.g. ``remove``
+#: emptying T2, ``set_ref_cnt`` pinning the blocks a drain needs). Shrinks to all on.
+SWARM_RULES = ("store", "set_ref_cnt", "remove", "touch_pending", "evict_full", "cycle", "drain", "ladder")
+
+
 def _is_fraction(value: float) -> bool:
     return value != math.floor(value)
 
@@ -71,6 +78,12 @@ class PolicyMachine(ConformanceMachine):
         self.ref_of: dict[int, int] = {}  # id(block) -> the ref_cnt the machine set
         self.all_blocks: list[tuple[BlockStatus, str]] = []
         self.exact_clause = EXACT_VICTIM_CLAUSE.get(self.policy_mode, "P5")
+        self.switched_off: frozenset[str] = frozenset(
+            data.draw(st.sets(st.sampled_from(SWARM_RULES), max_size=3), label="swarm_off"))
+
+    def on(self, rule_name: str) -> bool:
+        """Whether this example's swarm draw keeps ``rule_name`` (``SWARM_RULES``)."""
+        return rule_name not in getattr(self, "switched_off", ())
 
     def present(self) -> list[bytes]:
         return [h for h in self.pool if h in self.blocks]
@@ -138,7 +151,7 @@ class PolicyMachine(ConformanceMachine):
         self.blocks[h] = (block, source)
         self.exercised("P2", CLAUSES.get(self.policy_mode, {}).get("insert", "P1"))
 
-    @precondition(lambda self: bool(self.absent()))
+    @precondition(lambda self: self.on("store") and bool(self.absent()))
     @rule(data=st.data())
     def store(self, data: st.DataObject) -> None:
         """What a manager's store does to its policy: evict to make room (P5, L3, A4, A5),
@@ -160,7 +173,7 @@ class PolicyMachine(ConformanceMachine):
         h = data.draw(st.sampled_from(pending), label="hash")
         self._set_ref(h, 0)
 
-    @precondition(lambda self: bool(self.blocks))
+    @precondition(lambda self: self.on("set_ref_cnt") and bool(self.blocks))
     @rule(data=st.data())
     def set_ref_cnt(self, data: st.DataObject) -> None:
         """The machine (standing in for the manager) sets a block's ref_cnt to -1, 0 or k."""
@@ -174,7 +187,7 @@ class PolicyMachine(ConformanceMachine):
         self.ref_of[id(block)] = value
         self.log.add(f"{source}.ref_cnt = {value}")
 
-    @precondition(lambda self: bool(self.blocks))
+    @precondition(lambda self: self.on("remove") and bool(self.blocks))
     @rule(data=st.data())
     def remove(self, data: st.DataObject) -> None:
         """P3, A6."""
@@ -193,7 +206,7 @@ class PolicyMachine(ConformanceMachine):
         """P4, L2, A3 (absent and ghost hashes included)."""
         self._touch(data, data.draw(batches(self.pool, unique=not self.strict), label="hashes"))
 
-    @precondition(lambda self: any(block.ref_cnt == -1 for block, _ in self.blocks.values()))
+    @precondition(lambda self: self.on("touch_pending") and any(block.ref_cnt == -1 for block, _ in self.blocks.values()))
     @rule(data=st.data())
     def touch_pending(self, data: st.DataObject) -> None:
         """L2, A3: a touch of pending blocks (moved, but in ARC not promoted), maybe with others."""
@@ -247,12 +260,13 @@ class PolicyMachine(ConformanceMachine):
         self.model.touch(list(items))
         self.exercised("P4", CLAUSES.get(self.policy_mode, {}).get("touch", "P4"))
 
-    @precondition(lambda self: len(self.blocks) == self.capacity)
+    @precondition(lambda self: self.on("evict_full") and len(self.blocks) == self.capacity)
     @rule(data=st.data())
     def evict_full(self, data: st.DataObject) -> None:
         """P5, L3, A4, A5: evict from a full policy, nothing protected."""
         self._evict(data.draw(st.integers(1, min(3, self.capacity)), label="n"), set())
 
+    @precondition(lambda self: self.on("cycle"))
     @rule(data=st.data())
     def cycle(self, data: st.DataObject) -> None:
         """A round of a cache's life in one rule: fill up with new hashes (some pending),
@@ -312,6 +326,7 @@ class PolicyMachine(ConformanceMachine):
     def _eligible_count(self) -> int:
         return sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0)
 
+    @precondition(lambda self: self.on("ladder"))
     @rule(data=st.data())
     def ladder(self, data: st.DataObject) -> None:
         """A4, A5 (and L3, F5, V5): reach states by their shape, then drain them one
@@ -340,7 +355,7 @@ class PolicyMachine(ConformanceMachine):
             if self._evict(1, set()) is None:
                 break
 
-    @precondition(lambda self: sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0) >= 2)
+    @precondition(lambda self: self.on("drain") and sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0) >= 2)
     @rule()
     def drain(self) -> None:
         """P5, L3, A4, A5: evict every eligible block in one call. The victims show the
