@@ -9,7 +9,10 @@ The target is only observed through its answers (``get``, victims), but the mach
 knows the model's state and steers towards the states where subtle order bugs show:
 stores into a full cache (evictions), touches of pending blocks (L2, A3), touches of
 ARC ghosts (``p`` moves, by fractions when |B2|/|B1| is not whole: A3, A4), and ghost
-lists long enough to be trimmed (A5).
+lists long enough to be trimmed (A5). The ``ladder`` rule aims at shapes of state, not at
+known bugs: ghost lists filled in drawn proportions, a ghost hit moving ``p`` either way,
+then a drain one victim at a time that passes every |T1| while T2 is not empty (A4).
+``.ci/planted_policy_seeds.py`` checks that the planted policy bugs are caught at seeds 0-9.
 """
 
 from __future__ import annotations
@@ -44,6 +47,13 @@ CLAUSES: dict[str, dict[str, str]] = {
 }
 
 
+#: Swarm testing: each example switches off up to three of these rules (drawn in
+#: ``setup``), so that runs differ in the mix of calls, not only in their arguments; some
+#: deep states are reached only without a rule that keeps undoing them (e.g. ``remove``
+#: emptying T2, ``set_ref_cnt`` pinning the blocks a drain needs). Shrinks to all on.
+SWARM_RULES = ("store", "set_ref_cnt", "remove", "touch_pending", "evict_full", "cycle", "drain", "ladder")
+
+
 def _is_fraction(value: float) -> bool:
     return value != math.floor(value)
 
@@ -68,6 +78,12 @@ class PolicyMachine(ConformanceMachine):
         self.ref_of: dict[int, int] = {}  # id(block) -> the ref_cnt the machine set
         self.all_blocks: list[tuple[BlockStatus, str]] = []
         self.exact_clause = EXACT_VICTIM_CLAUSE.get(self.policy_mode, "P5")
+        self.switched_off: frozenset[str] = frozenset(
+            data.draw(st.sets(st.sampled_from(SWARM_RULES), max_size=3), label="swarm_off"))
+
+    def on(self, rule_name: str) -> bool:
+        """Whether this example's swarm draw keeps ``rule_name`` (``SWARM_RULES``)."""
+        return rule_name not in getattr(self, "switched_off", ())
 
     def present(self) -> list[bytes]:
         return [h for h in self.pool if h in self.blocks]
@@ -135,7 +151,7 @@ class PolicyMachine(ConformanceMachine):
         self.blocks[h] = (block, source)
         self.exercised("P2", CLAUSES.get(self.policy_mode, {}).get("insert", "P1"))
 
-    @precondition(lambda self: bool(self.absent()))
+    @precondition(lambda self: self.on("store") and bool(self.absent()))
     @rule(data=st.data())
     def store(self, data: st.DataObject) -> None:
         """What a manager's store does to its policy: evict to make room (P5, L3, A4, A5),
@@ -157,7 +173,7 @@ class PolicyMachine(ConformanceMachine):
         h = data.draw(st.sampled_from(pending), label="hash")
         self._set_ref(h, 0)
 
-    @precondition(lambda self: bool(self.blocks))
+    @precondition(lambda self: self.on("set_ref_cnt") and bool(self.blocks))
     @rule(data=st.data())
     def set_ref_cnt(self, data: st.DataObject) -> None:
         """The machine (standing in for the manager) sets a block's ref_cnt to -1, 0 or k."""
@@ -171,7 +187,7 @@ class PolicyMachine(ConformanceMachine):
         self.ref_of[id(block)] = value
         self.log.add(f"{source}.ref_cnt = {value}")
 
-    @precondition(lambda self: bool(self.blocks))
+    @precondition(lambda self: self.on("remove") and bool(self.blocks))
     @rule(data=st.data())
     def remove(self, data: st.DataObject) -> None:
         """P3, A6."""
@@ -190,7 +206,7 @@ class PolicyMachine(ConformanceMachine):
         """P4, L2, A3 (absent and ghost hashes included)."""
         self._touch(data, data.draw(batches(self.pool, unique=not self.strict), label="hashes"))
 
-    @precondition(lambda self: any(block.ref_cnt == -1 for block, _ in self.blocks.values()))
+    @precondition(lambda self: self.on("touch_pending") and any(block.ref_cnt == -1 for block, _ in self.blocks.values()))
     @rule(data=st.data())
     def touch_pending(self, data: st.DataObject) -> None:
         """L2, A3: a touch of pending blocks (moved, but in ARC not promoted), maybe with others."""
@@ -208,13 +224,22 @@ class PolicyMachine(ConformanceMachine):
         (|B2|/|B1| or |B1|/|B2| above 1 and not whole), then p's fraction matters (A4),
         and repeats the touch up to three times, so that whole and fractional steps part
         by a whole block (A3)."""
+        self._hit_ghosts(data, [h for h in self.pool if h in self.model.b1 or h in self.model.b2])
+
+    def _fractional_ghosts(self) -> list[bytes]:
+        """The ARC ghosts whose hit moves p by a non-whole step (A3), in pool order."""
         b1, b2 = self.model.b1, self.model.b2
-        ghosts = [h for h in self.pool if h in b1 or h in b2]
-        fractional = [h for h in ghosts if (h in b1 and len(b2) > len(b1) and _is_fraction(len(b2) / len(b1)))
-                      or (h in b2 and self.model.p > 0 and len(b1) > len(b2) and _is_fraction(len(b1) / len(b2)))]
+        return [h for h in self.pool if (h in b1 and len(b2) > len(b1) and _is_fraction(len(b2) / len(b1)))
+                or (h in b2 and self.model.p > 0 and len(b1) > len(b2) and _is_fraction(len(b1) / len(b2)))]
+
+    def _hit_ghosts(self, data: st.DataObject, candidates: list[bytes]) -> None:
+        """Touch one or two of ``candidates`` 1-3 times, preferring (3 in 4) fractional ghosts."""
+        fractional = self._fractional_ghosts()
         if fractional and data.draw(st.integers(0, 3), label="any ghost") < 3:
-            ghosts = fractional
-        items = data.draw(st.lists(st.sampled_from(ghosts), min_size=1, max_size=2, unique=True), label="hashes")
+            candidates = fractional
+        if not candidates:
+            return
+        items = data.draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True), label="hashes")
         # Ghost hits do not change the lists' sizes: the same step again, as a later request would.
         for _ in range(data.draw(st.integers(1, 3), label="repeats")):
             self._touch(data, items)
@@ -235,12 +260,13 @@ class PolicyMachine(ConformanceMachine):
         self.model.touch(list(items))
         self.exercised("P4", CLAUSES.get(self.policy_mode, {}).get("touch", "P4"))
 
-    @precondition(lambda self: len(self.blocks) == self.capacity)
+    @precondition(lambda self: self.on("evict_full") and len(self.blocks) == self.capacity)
     @rule(data=st.data())
     def evict_full(self, data: st.DataObject) -> None:
         """P5, L3, A4, A5: evict from a full policy, nothing protected."""
         self._evict(data.draw(st.integers(1, min(3, self.capacity)), label="n"), set())
 
+    @precondition(lambda self: self.on("cycle"))
     @rule(data=st.data())
     def cycle(self, data: st.DataObject) -> None:
         """A round of a cache's life in one rule: fill up with new hashes (some pending),
@@ -255,12 +281,7 @@ class PolicyMachine(ConformanceMachine):
         ``t1 < floor(p)``, so an implementation whose p or whose comparison differs
         (A3, A4, A5) picks another victim there."""
         aim = self.policy_mode == "arc" and data.draw(st.booleans(), label="aim")
-        while len(self.blocks) < self.capacity and self.absent():
-            absent = self.absent()
-            if self.policy_mode == "arc":  # new hashes, so that the ghost lists keep their sizes
-                absent = [h for h in absent if h not in self.model.b1 and h not in self.model.b2] or absent
-            self._insert(data.draw(st.sampled_from(absent), label="hash"),
-                         0 if aim else data.draw(st.sampled_from((0, 0, -1)), label="ref_cnt"))
+        self._fill(data, ready=aim)
         present = self.present()
         if aim:
             t1_ready = [h for h in self.model.t1 if self.blocks[h][0].ref_cnt == 0]
@@ -280,7 +301,61 @@ class PolicyMachine(ConformanceMachine):
         if data.draw(st.booleans(), label="drain"):
             self.drain()
 
-    @precondition(lambda self: sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0) >= 2)
+    def _fill(self, data: st.DataObject, *, ready: bool) -> None:
+        """Insert absent hashes until the cache is full (all ready and idle if ``ready``);
+        in ARC new hashes first, so that the ghost lists keep their sizes (A1)."""
+        while len(self.blocks) < self.capacity and self.absent():
+            absent = self.absent()
+            if self.policy_mode == "arc":
+                absent = [h for h in absent if h not in self.model.b1 and h not in self.model.b2] or absent
+            self._insert(data.draw(st.sampled_from(absent), label="hash"),
+                         0 if ready else data.draw(st.sampled_from((0, 0, -1)), label="ref_cnt"))
+
+    def _promote(self, data: st.DataObject, low: int, high: int) -> None:
+        """Touch between ``low`` and ``high`` ready blocks (in ARC: of T1, which moves them
+        to T2, A3), in a drawn order."""
+        ready = [h for h in (self.model.t1 if self.policy_mode == "arc" else self.present())
+                 if self.blocks[h][0].ref_cnt == 0]
+        high = min(high, len(ready))
+        if high < 1 or high < low:
+            return
+        count = data.draw(st.integers(max(0, low), high), label="promoted")
+        if count:
+            self._touch(data, list(data.draw(st.permutations(ready), label="order")[:count]))
+
+    def _eligible_count(self) -> int:
+        return sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0)
+
+    @precondition(lambda self: self.on("ladder"))
+    @rule(data=st.data())
+    def ladder(self, data: st.DataObject) -> None:
+        """A4, A5 (and L3, F5, V5): reach states by their shape, then drain them one
+        victim at a time.
+
+        In ARC, first 0-3 rounds of fill (ready), promote a drawn share to T2, drain all:
+        the ghost lists fill in drawn proportions and, with new hashes, beyond capacity
+        (A5 trims them); then a hit on a ghost or an absent hash (fractional steps
+        preferred, either list, so that p swings both ways: A3). Last, fill, promote at
+        least one block while T1 keeps at least floor(p), and evict(1) until nothing is
+        eligible: every |T1| from the top down to floor(p) is passed while T2 is not empty,
+        so the T1/T2 switch of A4 shows wherever p puts it."""
+        if self.policy_mode == "arc":
+            for _ in range(data.draw(st.integers(0, 3), label="rounds")):
+                self._fill(data, ready=True)
+                self._promote(data, 0, self.capacity)
+                if self._eligible_count():
+                    self._evict(self._eligible_count(), set())
+            self._hit_ghosts(data, self.absent())
+        self._fill(data, ready=True)
+        if self.policy_mode == "arc":
+            self._promote(data, 1, len(self.model.t1) - min(math.floor(self.model.p), self.capacity - 1))
+        else:
+            self._promote(data, 1, self.capacity)
+        while self._eligible_count():
+            if self._evict(1, set()) is None:
+                break
+
+    @precondition(lambda self: self.on("drain") and sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0) >= 2)
     @rule()
     def drain(self) -> None:
         """P5, L3, A4, A5: evict every eligible block in one call. The victims show the
@@ -319,6 +394,8 @@ class PolicyMachine(ConformanceMachine):
                 clauses = victim_blame(self.policy_mode, refused=value is None, ineligible=ineligible)
                 self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy_mode.upper()} evicts {rendered}",
                           f"{view} == {rendered}")
+            # The order clause (and ARC's ghost trimming, A5) was checked by this comparison.
+            self.exercised(CLAUSES[self.policy_mode]["evict"], *(("A5",) if self.policy_mode == "arc" else ()))
             victims = [] if value is None else [h for h, _ in value]
         else:
             if value is None:
