@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 
-import attrs
 
 from ...spec.errors import ContractViolation
 from ...spec.hashes import describe_hash, read_hashes
@@ -23,7 +21,7 @@ from ...spec.interfaces import OffloadingManager
 from ...spec.types import BlockHash, BlockIdsLoadStoreSpec, BlockStatus, OffloadingEvent, PrepareStoreOutput
 from ..manager import CPUOffloadingManager
 from .blockfile import BlockFile, IOFaults
-from .jobs import LOOKUP_HIT, LOOKUP_MISS, LOOKUP_RETRY, TierJobResult
+from .jobs import TierJob, TierJobResult, TierJobs
 
 __all__ = ["DiskLoadStoreSpec", "DiskBlockTable", "DiskTier"]
 
@@ -84,17 +82,7 @@ class DiskBlockTable(OffloadingManager):
         self.core.check_invariants()
 
 
-@attrs.define
-class _Job:
-    job_id: int
-    store: bool
-    hashes: list[BlockHash]  # stores: the blocks to write; loads: the pinned blocks
-    futures: list[Future[None]]
-    nbytes: int
-    refused: bool = False  # M5.4: no room (every block pinned or pending)
-
-
-class DiskTier:
+class DiskTier(TierJobs):
     """``num_blocks`` blocks of ``payload_bytes`` in the file at ``path`` (T1, T2)."""
 
     medium = "DISK"
@@ -111,30 +99,15 @@ class DiskTier:
         direct: bool = True,
         faults: IOFaults | None = None,
     ) -> None:
+        super().__init__(payload_bytes, io_threads, "kvoffload-disk")
         self.manager = DiskBlockTable(num_blocks, policy=policy)
         self.file = BlockFile(path, num_blocks, payload_bytes, digest, direct=direct, faults=faults)
-        self.payload_bytes = payload_bytes
-        self._pool = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="kvoffload-disk")
-        self._jobs: dict[int, _Job] = {}
-        self._storing: set[BlockHash] = set()
-        self.quarantined: set[BlockHash] = set()
 
     # -- lookups ------------------------------------------------------------------------
     def lookup(self, block_hashes: Iterable[BlockHash]) -> int:
         """M1; T1: a quarantined block ends the prefix."""
         hashes = read_hashes(block_hashes)
-        hits = self.manager.lookup(hashes)
-        if self.quarantined:
-            for index, block_hash in enumerate(hashes[:hits]):
-                if block_hash in self.quarantined:
-                    return index
-        return hits
-
-    def lookup_one(self, block_hash: BlockHash) -> str:
-        """vLLM's per-key answer: hit, retry (a store in flight) or miss."""
-        if self.lookup([block_hash]) == 1:
-            return LOOKUP_HIT
-        return LOOKUP_RETRY if block_hash in self._storing else LOOKUP_MISS
+        return self._unquarantined_prefix(hashes, self.manager.lookup(hashes))
 
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
         """M4."""
@@ -155,24 +128,15 @@ class DiskTier:
         self.file.corrupt(block.block_id, len(block_hash))
 
     # -- jobs ---------------------------------------------------------------------------
-    def _new_job(self, job_id: int) -> None:
-        if isinstance(job_id, bool) or not isinstance(job_id, int):
-            raise TypeError(f"H1: job id must be an int, got {type(job_id).__name__}")
-        if job_id in self._jobs:
-            raise ValueError(f"H1: job {job_id} is still in flight")
-
     def submit_store(
         self, job_id: int, block_hashes: Iterable[BlockHash], payloads: Sequence[Buffer]
     ) -> PrepareStoreOutput | None:
         """M5, then one write per new block; ``None`` (and a failed job) if the tier is full of pinned blocks."""
-        self._new_job(job_id)
-        hashes = read_hashes(block_hashes)
-        if len(payloads) != len(hashes):
-            raise ValueError(f"{len(payloads)} payloads for {len(hashes)} hashes")
+        hashes = self._new_job(job_id, block_hashes, payloads, "payloads")
         first = {h: i for i, h in reversed(list(enumerate(hashes)))}
         output = self.manager.prepare_store(hashes)
         if output is None:
-            self._jobs[job_id] = _Job(job_id, True, [], [], 0, refused=True)
+            self._jobs[job_id] = TierJob(job_id, True, [], [], refused=True)
             return None
         self.quarantined.difference_update(output.block_hashes_evicted)
         slots = output.store_spec.block_ids  # type: ignore[attr-defined]
@@ -181,28 +145,18 @@ class DiskTier:
             self._pool.submit(self.file.write, int(slot), h, payloads[first[h]]) for h, slot in zip(to_store, slots)
         ]
         self._storing.update(to_store)
-        self._jobs[job_id] = _Job(job_id, True, to_store, futures, len(to_store) * self.payload_bytes)
+        self._jobs[job_id] = TierJob(job_id, True, to_store, futures)
         return output
 
     def submit_load(self, job_id: int, block_hashes: Iterable[BlockHash], outs: Sequence[memoryview]) -> None:
         """M2 (pins), then one verified read per block into ``outs`` (T1)."""
-        self._new_job(job_id)
-        hashes = read_hashes(block_hashes)
-        if len(outs) != len(hashes):
-            raise ValueError(f"{len(outs)} destinations for {len(hashes)} hashes")
-        for block_hash in hashes:
-            if block_hash in self.quarantined:
-                raise ContractViolation("T1", f"prepare_load of quarantined hash {describe_hash(block_hash)}")
+        hashes = self._new_job(job_id, block_hashes, outs, "destinations")
+        self._refuse_quarantined(hashes)
         slots = self.manager.prepare_load(hashes).block_ids
         futures = [self._pool.submit(self.file.read, int(slot), h, out) for h, slot, out in zip(hashes, slots, outs)]
-        self._jobs[job_id] = _Job(job_id, False, hashes, futures, len(hashes) * self.payload_bytes)
+        self._jobs[job_id] = TierJob(job_id, False, hashes, futures)
 
-    def get_finished(self) -> list[TierJobResult]:
-        """Jobs whose every transfer ended; their manager calls (M3, M6, M7) happen here."""
-        finished = [job for job in self._jobs.values() if all(f.done() for f in job.futures)]
-        return [self._finish(job) for job in finished]
-
-    def _finish(self, job: _Job) -> TierJobResult:
+    def _finish(self, job: TierJob) -> TierJobResult:
         del self._jobs[job.job_id]
         ok = [f.exception() is None for f in job.futures]
         done = [h for h, good in zip(job.hashes, ok) if good]
@@ -216,14 +170,6 @@ class DiskTier:
         self.manager.complete_load(job.hashes)  # M3
         return TierJobResult(job.job_id, not failed, done, len(done) * self.payload_bytes)
 
-    def drain(self) -> None:
-        """Wait for every transfer in flight (their results stay for ``get_finished``)."""
-        wait([f for job in self._jobs.values() for f in job.futures])
-
-    def has_pending_work(self) -> bool:
-        return bool(self._jobs)
-
     def close(self) -> None:
-        self.drain()
-        self._pool.shutdown(wait=True)
+        super().close()
         self.file.close()

@@ -19,17 +19,15 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-import attrs
 import redis
 
 from ...spec.errors import ContractViolation
 from ...spec.hashes import describe_hash, read_hashes
 from ...spec.interfaces import OffloadingManager
 from ...spec.types import BlockHash, BlockIdsLoadStoreSpec, OffloadingEvent, PrepareStoreOutput
-from .jobs import LOOKUP_HIT, LOOKUP_MISS, LOOKUP_RETRY, TierJobResult
+from .jobs import TierJob, TierJobResult, TierJobs
 from .records import RecordError, pack_header, record_size, verify_record
 from .redis_scripts import PRELUDE, SCRIPTS
 
@@ -195,28 +193,15 @@ class RedisBlockTable(OffloadingManager):
         return f"{self.prefix}b:{slot}"
 
 
-@attrs.define
-class _Job:
-    job_id: int
-    store: bool
-    hashes: list[BlockHash]
-    futures: list[Future[None]]
-    refused: bool = False  # a store without room, or a load the server never answered
-
-
-class RedisTier:
+class RedisTier(TierJobs):
     """Jobs of bytes over a ``RedisBlockTable`` (T1, T4, T5): the Redis counterpart of ``DiskTier``."""
 
     medium = "REDIS"
 
     def __init__(self, table: RedisBlockTable, payload_bytes: int, digest: bytes, *, io_threads: int = 4) -> None:
+        super().__init__(payload_bytes, io_threads, "kvoffload-redis")
         self.table = table
-        self.payload_bytes = payload_bytes
         self.digest = digest
-        self._pool = ThreadPoolExecutor(max_workers=io_threads, thread_name_prefix="kvoffload-redis")
-        self._jobs: dict[int, _Job] = {}
-        self._storing: set[BlockHash] = set()
-        self.quarantined: set[BlockHash] = set()
 
     def lookup(self, block_hashes: Iterable[BlockHash]) -> int:
         """M1 and T1; a server that cannot be reached answers a miss."""
@@ -225,27 +210,13 @@ class RedisTier:
             hits = self.table.lookup(hashes)
         except redis.ConnectionError:
             return 0
-        for index, block_hash in enumerate(hashes[:hits]):
-            if block_hash in self.quarantined:
-                return index
-        return hits
-
-    def lookup_one(self, block_hash: BlockHash) -> str:
-        if self.lookup([block_hash]) == 1:
-            return LOOKUP_HIT
-        return LOOKUP_RETRY if block_hash in self._storing else LOOKUP_MISS
+        return self._unquarantined_prefix(hashes, hits)
 
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
         try:
             self.table.touch(block_hashes)
         except redis.ConnectionError:
             pass  # a recency hint (M4); lost with the server
-
-    def _new_job(self, job_id: int) -> None:
-        if isinstance(job_id, bool) or not isinstance(job_id, int):
-            raise TypeError(f"H1: job id must be an int, got {type(job_id).__name__}")
-        if job_id in self._jobs:
-            raise ValueError(f"H1: job {job_id} is still in flight")
 
     def _write(self, block_hash: BlockHash, payload: memoryview | bytes) -> None:
         record = memoryview(bytearray(record_size(self.payload_bytes)))
@@ -264,47 +235,35 @@ class RedisTier:
         self, job_id: int, block_hashes: Iterable[BlockHash], payloads: Sequence[memoryview | bytes]
     ) -> PrepareStoreOutput | None:
         """M5, then one checked write per new block (T2, T4)."""
-        self._new_job(job_id)
-        hashes = read_hashes(block_hashes)
-        if len(payloads) != len(hashes):
-            raise ValueError(f"{len(payloads)} payloads for {len(hashes)} hashes")
+        hashes = self._new_job(job_id, block_hashes, payloads, "payloads")
         first = {h: i for i, h in reversed(list(enumerate(hashes)))}
         try:
             output = self.table.prepare_store(hashes)
         except redis.ConnectionError:
             output = None  # a failed job; blocks it may have allocated are reclaimed by lease (T4)
         if output is None:
-            self._jobs[job_id] = _Job(job_id, True, [], [], refused=True)
+            self._jobs[job_id] = TierJob(job_id, True, [], [], refused=True)
             return None
         self.quarantined.difference_update(output.block_hashes_evicted)
         to_store = output.block_hashes_to_store
         futures = [self._pool.submit(self._write, h, payloads[first[h]]) for h in to_store]
         self._storing.update(to_store)
-        self._jobs[job_id] = _Job(job_id, True, to_store, futures)
+        self._jobs[job_id] = TierJob(job_id, True, to_store, futures)
         return output
 
     def submit_load(self, job_id: int, block_hashes: Iterable[BlockHash], outs: Sequence[memoryview]) -> None:
         """M2 (pins under a lease, T5), then one verified read per block (T1)."""
-        self._new_job(job_id)
-        hashes = read_hashes(block_hashes)
-        if len(outs) != len(hashes):
-            raise ValueError(f"{len(outs)} destinations for {len(hashes)} hashes")
-        for block_hash in hashes:
-            if block_hash in self.quarantined:
-                raise ContractViolation("T1", f"prepare_load of quarantined hash {describe_hash(block_hash)}")
+        hashes = self._new_job(job_id, block_hashes, outs, "destinations")
+        self._refuse_quarantined(hashes)
         try:
             slots = self.table.prepare_load(hashes).block_ids
         except redis.ConnectionError:
-            self._jobs[job_id] = _Job(job_id, False, hashes, [], refused=True)
+            self._jobs[job_id] = TierJob(job_id, False, hashes, [], refused=True)
             return
         futures = [self._pool.submit(self._read, int(s), h, o) for h, s, o in zip(hashes, slots, outs)]
-        self._jobs[job_id] = _Job(job_id, False, hashes, futures)
+        self._jobs[job_id] = TierJob(job_id, False, hashes, futures)
 
-    def get_finished(self) -> list[TierJobResult]:
-        finished = [job for job in self._jobs.values() if all(f.done() for f in job.futures)]
-        return [self._finish(job) for job in finished]
-
-    def _finish(self, job: _Job) -> TierJobResult:
+    def _finish(self, job: TierJob) -> TierJobResult:
         del self._jobs[job.job_id]
         ok = [f.exception() is None for f in job.futures]
         if job.refused and not job.store:  # the load never started: the server was unreachable
@@ -326,12 +285,3 @@ class RedisTier:
             return TierJobResult(job.job_id, False, [] if job.store else done, 0)
         return TierJobResult(job.job_id, not failed, done, len(done) * size)
 
-    def drain(self) -> None:
-        wait([f for job in self._jobs.values() for f in job.futures])
-
-    def has_pending_work(self) -> bool:
-        return bool(self._jobs)
-
-    def close(self) -> None:
-        self.drain()
-        self._pool.shutdown(wait=True)
