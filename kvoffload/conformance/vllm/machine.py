@@ -133,10 +133,7 @@ class VllmManagerMachine(ManagerMachine):
             if ghosts:
                 items = data.draw(st.lists(st.sampled_from(ghosts), min_size=1, max_size=min(2, len(ghosts)),
                                            unique=True), label="ghosts")
-                self._prepare_store(items, data)
-                stored = [h for h in items if self.ref(h) == -1]
-                if stored:
-                    self.call("complete_store", stored, "list", success=True)
+                self._store_and_complete(items, data)
             ready = self.ready()
             if ready:
                 self.call("touch", [data.draw(st.sampled_from(ready), label="promoted")], "list")
@@ -189,10 +186,14 @@ class VllmManagerMachine(ManagerMachine):
                 break
             items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(2, len(absent)),
                                        unique=True), label="fresh")
-            self._prepare_store(items, data)
-            stored = [h for h in items if self.ref(h) == -1]
-            if stored:
-                self.call("complete_store", stored, "list", success=True)
+            self._store_and_complete(items, data)
+
+    def _store_and_complete(self, items: list[bytes], data: st.DataObject) -> None:
+        """M5 of ``items``, then M6 of those it left pending: ready blocks at once."""
+        self._prepare_store(items, data)
+        stored = [h for h in items if self.ref(h) == -1]
+        if stored:
+            self.call("complete_store", stored, "list", success=True)
 
     # -- K4: metadata-only events ------------------------------------------------------------------
     @rule()
