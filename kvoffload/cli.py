@@ -60,10 +60,10 @@ class LazyGroup(click.Group):
     cls=LazyGroup,
     lazy={
         "conform": "kvoffload.conformance.cli:conform",
-        "fuzz": "kvoffload.conformance.fuzz:fuzz",
-        "simulate": "kvoffload.conformance.simulation:simulate",
+        "fuzz": "kvoffload.conformance.drivers.fuzz:fuzz",
+        "simulate": "kvoffload.conformance.drivers.simulation:simulate",
         "simulate-tier": "kvoffload.impl.tiers.faultrun:simulate_tier",
-        "check-exhaustive": "kvoffload.conformance.exhaustive:check_exhaustive",
+        "check-exhaustive": "kvoffload.conformance.checking.exhaustive:check_exhaustive",
         "replay": "kvoffload.replay.cli:replay",
     },
     context_settings={"help_option_names": ["-h", "--help"]},

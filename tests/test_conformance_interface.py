@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from kvoffload.conformance import check_manager
 from kvoffload.conformance.cli import conform
-from kvoffload.conformance.vllm import detect_interface
+from kvoffload.conformance.lockstep.vllm import detect_interface
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 

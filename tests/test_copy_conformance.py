@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 from click.testing import CliRunner  # noqa: E402
 
 import kvoffload.impl.copy.handlers as handlers  # noqa: E402
-from kvoffload.conformance.handler import check_handler, handler  # noqa: E402
+from kvoffload.conformance.lockstep.handler import check_handler, handler  # noqa: E402
 from kvoffload.impl.copy import build_cpu_handlers  # noqa: E402
 from kvoffload.spec.errors import ContractViolation  # noqa: E402
 

@@ -26,7 +26,7 @@ pytestmark = [
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from kvoffload.conformance.handler import check_handler  # noqa: E402
+from kvoffload.conformance.lockstep.handler import check_handler  # noqa: E402
 from kvoffload.impl.copy import build_cpu_handlers  # noqa: E402
 from kvoffload.spec.types import CPULoadStoreSpec, GPULoadStoreSpec  # noqa: E402
 

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from kvoffload.conformance import factories as reference
-from kvoffload.conformance.exhaustive import check_exhaustive, run_exhaustive, saturating_alphabet
-from kvoffload.conformance.exhaustive_manager import ManagerWorld
-from kvoffload.conformance.symmetry import canonical_calls, hash_alphabet
+from kvoffload.conformance.checking.exhaustive import check_exhaustive, run_exhaustive, saturating_alphabet
+from kvoffload.conformance.checking.manager_world import ManagerWorld
+from kvoffload.conformance.checking.symmetry import canonical_calls, hash_alphabet
 from kvoffload.impl import factories as impl
 
 sys.path.insert(0, str(Path(__file__).parent))

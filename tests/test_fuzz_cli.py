@@ -7,7 +7,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from kvoffload.conformance.fuzz import FuzzRound, fuzz, fuzz_machines, plan_rounds
+from kvoffload.conformance.drivers.fuzz import FuzzRound, fuzz, fuzz_machines, plan_rounds
 from kvoffload.spec import ReferenceManager
 
 

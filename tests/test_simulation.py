@@ -11,7 +11,7 @@ pytest.importorskip("torch")
 
 from click.testing import CliRunner  # noqa: E402
 
-from kvoffload.conformance.simulation import SimulationConfig, manager_factory, run_simulation, simulate  # noqa: E402
+from kvoffload.conformance.drivers.simulation import SimulationConfig, manager_factory, run_simulation, simulate  # noqa: E402
 from kvoffload.spec import CPULoadStoreSpec, ReferenceManager  # noqa: E402
 
 CONFIG = SimulationConfig(requests=150, seed=3)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kvoffload.conformance.tiers import check_tier
+from kvoffload.conformance.lockstep.tiers import check_tier
 from kvoffload.impl.tiers import BlockFile, DiskTier, IOFaults, layout_digest
 from kvoffload.impl.tiers.faultrun import payload_of, run_faults
 from kvoffload.impl.tiers.records import RecordError, pack_header, record_size, verify_record

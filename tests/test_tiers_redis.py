@@ -24,7 +24,7 @@ import pytest
 redis = pytest.importorskip("redis", reason="the redis client is not installed (pip install -e '.[redis]')")
 
 from kvoffload.conformance import check_manager  # noqa: E402
-from kvoffload.conformance.tiers import check_shared_table  # noqa: E402
+from kvoffload.conformance.lockstep.tiers import check_shared_table  # noqa: E402
 from kvoffload.impl.tiers import RecordError, layout_digest  # noqa: E402
 from kvoffload.impl.tiers.faultrun import payload_of, run_faults  # noqa: E402
 from kvoffload.impl.tiers.redis_server import RedisProcess  # noqa: E402

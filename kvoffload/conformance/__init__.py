@@ -4,15 +4,17 @@ handler against the reference model in ``kvoffload.spec``.
 Python: ``check_manager(factory, policy="any", strict=False, max_examples=None,
 steps=None, seed=0) -> ConformanceResult`` (and ``check_backend``, ``check_policy``).
 pytest: subclass ``ManagerConformance``/``BackendConformance``/``PolicyConformance``
-from ``kvoffload.conformance.pytest_support``. CLI: ``kvoffload conform manager
+from ``kvoffload.conformance.pytest_support``. Copy handlers: ``check_handler``;
+tiers: ``check_tier``, ``check_shared_table``. CLI: ``kvoffload conform manager
 MODULE:FACTORY [--policy lru|arc|any] [--strict] [--interface auto|contract|vllm]``;
 targets written against vLLM's own interfaces are detected and judged by
-``kvoffload.conformance.vllm`` (K1–K8; needs vLLM).
+``kvoffload.conformance.lockstep.vllm`` (K1–K8; needs vLLM).
 """
 
-from .adopting import AdoptingPolicy
-from .machine_base import FactoryRef, RunStats, TargetSetupError
-from .report import ConformanceFailure, ConformanceResult
+from .lockstep.adopting import AdoptingPolicy
+from .lockstep.handler import check_handler
+from .lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
+from .reports.result import ConformanceFailure, ConformanceResult
 from .runner import (
     DEFAULT_BUDGET,
     POLICY_MODES,
@@ -22,8 +24,9 @@ from .runner import (
     machine_for,
     run_conformance,
 )
-from .strategies import OneShot, hash_pools
-from .vllm import as_contract_manager, as_contract_policy
+from .lockstep.strategies import OneShot, hash_pools
+from .lockstep.tiers import check_shared_table, check_tier
+from .lockstep.vllm import as_contract_manager, as_contract_policy
 
 __all__ = [
     "AdoptingPolicy",
@@ -38,8 +41,11 @@ __all__ = [
     "as_contract_manager",
     "as_contract_policy",
     "check_backend",
+    "check_handler",
     "check_manager",
     "check_policy",
+    "check_shared_table",
+    "check_tier",
     "hash_pools",
     "machine_for",
     "run_conformance",

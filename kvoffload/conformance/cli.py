@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from .loading import FactoryLoadError, load_factory
-from .machine_base import TargetSetupError
+from .lockstep.machine_base import TargetSetupError
 from .runner import DEFAULT_BUDGET, POLICY_MODES, run_conformance
 
 __all__ = ["conform"]
@@ -101,7 +101,7 @@ conform.help = (conform.help or "") + "\n\nDefault budgets (examples x steps): "
 
 def _attach_handler_command() -> None:
     """``conform handler``: the copy-handler properties (H1–H3, E1); needs torch."""
-    from .handler import handler
+    from .lockstep.handler import handler
 
     conform.add_command(handler)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .report import ConformanceFailure, ConformanceResult
+from .reports.result import ConformanceFailure, ConformanceResult
 from .runner import run_conformance
 
 __all__ = ["ManagerConformance", "BackendConformance", "PolicyConformance", "assert_conforms"]

@@ -18,11 +18,11 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import get_state_machine_test as _untyped_state_machine_test
 
 from ..spec.clauses import clause_sort_key
-from .backend_machine import BackendMachine
-from .machine_base import ConformanceMachine, FactoryRef, RunStats, TargetSetupError
-from .manager_machine import ManagerMachine
-from .policy_machine import PolicyMachine
-from .report import ConformanceFailure, ConformanceResult
+from .lockstep.backend_machine import BackendMachine
+from .lockstep.machine_base import ConformanceMachine, FactoryRef, RunStats, TargetSetupError
+from .lockstep.manager_machine import ManagerMachine
+from .lockstep.policy_machine import PolicyMachine
+from .reports.result import ConformanceFailure, ConformanceResult
 
 # hypothesis 6.15x ships this function unannotated; one typed name for the suite's callers.
 state_machine_test: Callable[..., Any] = _untyped_state_machine_test
@@ -68,7 +68,7 @@ def machine_for(
     ``interface="vllm"``: the target is written against vLLM's interfaces (K1–K8)."""
     base = MACHINES[kind]
     if interface == "vllm":
-        from .vllm.machines import vllm_machine
+        from .lockstep.vllm.machines import vllm_machine
 
         base = vllm_machine(kind)
     attributes = {
@@ -224,7 +224,7 @@ def run_conformance(
 def resolve_interface(kind: str, target: Any, interface: str) -> str:
     """``"contract"`` or ``"vllm"``: as given, or detected on a built target (``"auto"``).
     vLLM targets need vLLM importable: ``TargetSetupError`` saying so otherwise (K1)."""
-    from .vllm.detect import INTERFACES, VllmUnavailable, detect_interface, require_vllm
+    from .lockstep.vllm.detect import INTERFACES, VllmUnavailable, detect_interface, require_vllm
 
     if interface not in INTERFACES:
         raise ValueError(f"interface={interface!r} is not one of {list(INTERFACES)}")

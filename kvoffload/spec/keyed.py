@@ -9,7 +9,7 @@ Where the rest lives: K2 (the batch calls through the per-key interface), K3 (th
 errors vLLM documents), K4 (metadata-only events), K7 (``reset_cache``: the model
 becomes a fresh ``ReferenceManager`` of the same capacity and policy) and K8 (a vLLM
 ``CachePolicy`` told of ``ref_cnt`` transitions) are mappings between the two
-interfaces, executed by ``kvoffload.conformance.vllm``; this module holds K1, K5, K6.
+interfaces, executed by ``kvoffload.conformance.lockstep.vllm``; this module holds K1, K5, K6.
 """
 
 from __future__ import annotations

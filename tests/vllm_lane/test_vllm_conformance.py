@@ -23,7 +23,7 @@ from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy  # noqa: E402
 
 from kvoffload.conformance import check_manager, check_policy
 from kvoffload.conformance.runner import run_conformance
-from kvoffload.conformance.vllm import as_contract_manager
+from kvoffload.conformance.lockstep.vllm import as_contract_manager
 from kvoffload.spec import ContractViolation
 from outside_manager import OutsideLRUManager, outside_lru
 

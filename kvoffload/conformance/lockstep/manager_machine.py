@@ -14,11 +14,11 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ..spec import ReferenceManager
-from ..spec.types import PrepareStoreOutput
+from ...spec import ReferenceManager
+from ...spec.types import PrepareStoreOutput
 from .adopting import AdoptingPolicy
-from .judge import EXACT_VICTIM_CLAUSE, confusable, event_blame, exception_kind, replay_events, victim_blame, victim_fault
-from .report import ConformanceFailure
+from ..judge import EXACT_VICTIM_CLAUSE, confusable, event_blame, exception_kind, replay_events, victim_blame, victim_fault
+from ..reports.result import ConformanceFailure
 from .machine_base import ConformanceMachine, Outcome, invoke
 from .strategies import ARG_KINDS, BAD_ELEMENTS, ONE_SHOT_KINDS, OneShot, batches, hash_pools, make_argument
 

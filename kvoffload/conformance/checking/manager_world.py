@@ -36,12 +36,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from ..spec import ReferenceARCPolicy, ReferenceCPUBackend, ReferenceLRUPolicy, ReferenceManager
-from ..spec.types import BlockStatus
-from .machine_base import Outcome, invoke
-from .judge import confusable, event_blame, replay_events, victim_blame, victim_fault
-from .report import CallLog, ConformanceFailure
-from .strategies import OneShot
+from ...spec import ReferenceARCPolicy, ReferenceCPUBackend, ReferenceLRUPolicy, ReferenceManager
+from ...spec.types import BlockStatus
+from ..lockstep.machine_base import Outcome, invoke
+from ..judge import confusable, event_blame, replay_events, victim_blame, victim_fault
+from ..reports.result import CallLog, ConformanceFailure
+from ..lockstep.strategies import OneShot
 from .symmetry import Relabel, canonical_calls, hash_alphabet
 
 __all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "manager_alphabet_text", "render_op"]

@@ -24,9 +24,9 @@ import math
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ..spec import POLICIES, BlockStatus, ContractViolation, make_reference_policy
+from ...spec import POLICIES, BlockStatus, ContractViolation, make_reference_policy
 from .adopting import AdoptingPolicy
-from .judge import EXACT_VICTIM_CLAUSE, victim_blame
+from ..judge import EXACT_VICTIM_CLAUSE, victim_blame
 from .machine_base import ConformanceMachine, invoke
 from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
 

@@ -30,8 +30,8 @@ from typing import Any
 import attrs
 import click
 
-from ..spec import CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
-from .loading import FactoryLoadError, load_factory
+from ...spec import CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
+from ..loading import FactoryLoadError, load_factory
 
 __all__ = ["SimulationConfig", "SimulationReport", "FaultyHandler", "run_simulation", "manager_factory", "simulate"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..spec import BlockHash, BlockStatus, CachePolicy, ContractViolation, read_hashes
+from ...spec import BlockHash, BlockStatus, CachePolicy, ContractViolation, read_hashes
 
 __all__ = ["AdoptingPolicy"]
 

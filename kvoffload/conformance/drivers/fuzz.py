@@ -41,11 +41,11 @@ import click
 import hypothesis
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from ..spec.clauses import clause_sort_key
-from .loading import FactoryLoadError, load_factory
-from .machine_base import FactoryRef, RunStats, TargetSetupError
-from .report import ConformanceResult
-from .runner import check_builds, conformance_settings, machine_for, record_failure, state_machine_test
+from ...spec.clauses import clause_sort_key
+from ..loading import FactoryLoadError, load_factory
+from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
+from ..reports.result import ConformanceResult
+from ..runner import check_builds, conformance_settings, machine_for, record_failure, state_machine_test
 
 __all__ = ["DEFAULT_DATABASE", "FuzzRound", "FuzzOutcome", "plan_rounds", "fuzz_machines", "fuzz_handler", "fuzz"]
 
@@ -203,7 +203,7 @@ def fuzz_handler(
     examples_per_round: int = 10,
 ) -> FuzzOutcome:
     """``check_handler`` with fresh seeds until ``seconds`` pass or a violation is found."""
-    from .handler import check_handler
+    from ..lockstep.handler import check_handler
 
     seeds = random.Random(seed)
     outcome = FuzzOutcome("handler")

@@ -19,9 +19,9 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from ...spec import ReferenceARCPolicy, ReferenceManager
-from ...spec.types import BlockHash
-from ...spec.keyed import RequestAccess, arc_request_finished, expected_lookup, request_order
+from ....spec import ReferenceARCPolicy, ReferenceManager
+from ....spec.types import BlockHash
+from ....spec.keyed import RequestAccess, arc_request_finished, expected_lookup, request_order
 from ..adopting import AdoptingPolicy
 from ..machine_base import invoke
 from ..manager_machine import ManagerMachine
@@ -35,7 +35,7 @@ BATCH_CLAUSES = {"M0", "M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8"}
 
 
 class VllmManagerMachine(ManagerMachine):
-    extra_imports = ("from kvoffload.conformance.vllm import as_contract_manager",)
+    extra_imports = ("from kvoffload.conformance.lockstep.vllm import as_contract_manager",)
 
     def build(self, **arguments: Any) -> Any:
         raw = super().build(**arguments)

@@ -29,9 +29,9 @@ from typing import Any
 import attrs
 import click
 
-from .exhaustive_manager import ManagerWorld, hash_alphabet, manager_alphabet_text
-from .exhaustive_policy import PolicyWorld, policy_alphabet_text
-from .loading import FactoryLoadError, load_factory
+from .manager_world import ManagerWorld, hash_alphabet, manager_alphabet_text
+from .policy_world import PolicyWorld, policy_alphabet_text
+from ..loading import FactoryLoadError, load_factory
 from .model_checker import Exploration, explore, stderr_progress
 from .symmetry import DISTINGUISHED
 
@@ -212,5 +212,5 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
     raise SystemExit(0)
 
 
-if __name__ == "__main__":  # python -m kvoffload.conformance.exhaustive (before the CLI registers it)
+if __name__ == "__main__":  # python -m kvoffload.conformance.checking.exhaustive (before the CLI registers it)
     check_exhaustive()

@@ -17,8 +17,8 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from ...spec import ContractViolation
-from ...spec.types import OffloadingEvent, PrepareStoreOutput
+from ....spec import ContractViolation
+from ....spec.types import OffloadingEvent, PrepareStoreOutput
 from .detect import require_vllm
 
 __all__ = ["VllmManagerView", "VllmPolicyView", "LOOKUP_ANSWERS", "DOCUMENTED_ERRORS"]

@@ -16,7 +16,7 @@ class VllmPolicyMachine(PolicyMachine):
     """``PolicyMachine`` (P1–P6, L1–L3, A1–A6) with the target seen through
     ``VllmPolicyView`` (K8)."""
 
-    extra_imports = ("from kvoffload.conformance.vllm import as_contract_policy",)
+    extra_imports = ("from kvoffload.conformance.lockstep.vllm import as_contract_policy",)
 
     def build(self, **arguments: Any) -> Any:
         raw = super().build(**arguments)

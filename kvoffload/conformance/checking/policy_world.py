@@ -28,10 +28,10 @@ import copy
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from ..spec import BlockStatus, ReferenceARCPolicy, ReferenceLRUPolicy
-from .machine_base import invoke
-from .judge import victim_blame
-from .report import CallLog, ConformanceFailure
+from ...spec import BlockStatus, ReferenceARCPolicy, ReferenceLRUPolicy
+from ..lockstep.machine_base import invoke
+from ..judge import victim_blame
+from ..reports.result import CallLog, ConformanceFailure
 from .symmetry import Relabel, canonical_calls
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]

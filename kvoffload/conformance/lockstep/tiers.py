@@ -22,8 +22,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ..spec.tiers import ReferenceSharedTier, ReferenceTier
-from ..spec.types import BlockHash
+from ...spec.tiers import ReferenceSharedTier, ReferenceTier
+from ...spec.types import BlockHash
 
 __all__ = ["check_tier", "check_shared_table", "tier_payload"]
 

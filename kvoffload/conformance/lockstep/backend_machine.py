@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ..spec import BlockStatus, ContractViolation
+from ...spec import BlockStatus, ContractViolation
 from .machine_base import ConformanceMachine, invoke
 from .strategies import hash_pools
 

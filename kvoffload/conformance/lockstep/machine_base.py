@@ -12,7 +12,7 @@ from typing import Any, ClassVar, NoReturn
 import attrs
 from hypothesis.stateful import RuleBasedStateMachine
 
-from .report import CallLog, ConformanceFailure
+from ..reports.result import CallLog, ConformanceFailure
 
 __all__ = ["RunStats", "FactoryRef", "ConformanceMachine", "TargetSetupError", "Outcome", "invoke"]
 

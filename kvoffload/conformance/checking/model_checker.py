@@ -29,7 +29,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
-from .report import ConformanceFailure
+from ..reports.result import ConformanceFailure
 
 __all__ = ["World", "Exploration", "explore", "stderr_progress"]
 
