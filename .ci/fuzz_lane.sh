@@ -3,7 +3,7 @@
 # FUZZ_MINUTES (default 1) minutes. Fails (exit 1) as soon as any target reports a
 # violation; the shrunk reproduction is in the log. The example database lives in a
 # temporary directory (it does not survive the runner): turn any finding into a
-# regression test under tests/ (see kvoffload/conformance/fuzz.py).
+# regression test under tests/ (see kvoffload/conformance/drivers/fuzz.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINUTES="${FUZZ_MINUTES:-1}"
