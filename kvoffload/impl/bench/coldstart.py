@@ -86,6 +86,15 @@ def _baseline(label: str, code: str, runs: int) -> ColdStart:
     return figures
 
 
+def _child_env(**changes: str) -> dict[str, str]:
+    """This environment, with the kvoffload being run first on the children's path."""
+    import kvoffload
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(kvoffload.__file__)))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path, **changes)
+
+
 def _first_use(figures: ColdStart, env: dict[str, str], code: str) -> None:
     started, line = _spawn(code, env)
     marks = json.loads(line)
@@ -110,7 +119,7 @@ def measure(runs: int = 3, cold_runs: int = 1, capacity: int = 1024, policy: str
     with tempfile.TemporaryDirectory(prefix="kvoffload-cold-") as root:
         for run in range(cold_runs):
             cache = os.path.join(root, f"numba-{run}")
-            env = dict(os.environ, NUMBA_CACHE_DIR=cache, KVOFFLOAD_COMPILE="background")
+            env = _child_env(NUMBA_CACHE_DIR=cache, KVOFFLOAD_COMPILE="background")
             _first_use(cold, env, code)
         for _ in range(runs):
             _first_use(warm, env, code)
