@@ -474,9 +474,10 @@ def command(
         "and ghosts, Python objects of live blocks). Per-batch scratch buffers are not per block."
     )
     if not no_cold_start:  # the table of `kvoffload bench cold-start`, one run each
-        from .coldstart import measure, print_figures
+        from .coldstart import load_average, measure, print_figures
 
-        print_figures(measure(runs=1))
+        load = load_average()
+        print_figures(measure(runs=1), load)
     if plot_path:
         _plot(results, plot_path)
         console.print(f"plot written to {plot_path}")
