@@ -176,12 +176,15 @@ def print_figures(rows: list[ColdStart], load: str = "n/a") -> None:
 
 
 @click.command(name="cold-start")
-@click.option("--runs", default=3, show_default=True, help="Runs of the floors and of warm first use.")
-@click.option("--cold-runs", default=1, show_default=True,
+@click.option("--runs", default=3, show_default=True, type=click.IntRange(min=1),
+              help="Runs of the floors and of warm first use.")
+@click.option("--cold-runs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Runs with an empty numba cache (each compiles everything: tens of seconds of CPU).")
-@click.option("--capacity", default=1024, show_default=True, help="The manager's blocks.")
+@click.option("--capacity", default=1024, show_default=True, type=click.IntRange(min=1),
+              help="The manager's blocks.")
 @click.option("--policy", type=click.Choice(["lru", "arc"]), default="lru", show_default=True)
-@click.option("--keys", default=16, show_default=True, help="Keys of the first lookup and store.")
+@click.option("--keys", default=16, show_default=True, type=click.IntRange(1, 256),
+              help="Keys of the first lookup and store (at most the capacity).")
 def command(runs: int, cold_runs: int, capacity: int, policy: str, keys: int) -> None:
     """Seconds to a new process's first answer, empty and filled numba cache, beside targets."""
     load = load_average()
