@@ -16,8 +16,9 @@ group set for itself), so the first answers come from the plain-Python twin whil
 compiled entry points are built or loaded; each child then waits for them and reports
 when the compiled path was ready too. Children inherit this environment otherwise: where
 ``PYTHONDONTWRITEBYTECODE`` is set, every child compiles kvoffload's Python sources anew
-(tens of ms); the table's caption says which, and the machine's load average, since wall
-times on a shared machine grow with it (the CPU column much less).
+(tens of ms) unless ``--bytecode`` is given; the table's caption says which, and the
+machine's load average, since wall times on a shared machine grow with it (the CPU column
+much less). With ``--bytecode`` the children write ``__pycache__`` as Python normally does.
 """
 
 from __future__ import annotations
@@ -80,23 +81,27 @@ def _spawn(code: str, env: dict[str, str]) -> tuple[float, str]:
     return started, done.stdout.strip().splitlines()[-1]
 
 
-def _baseline(label: str, code: str, runs: int) -> ColdStart:
+def _baseline(label: str, code: str, runs: int, bytecode: bool) -> ColdStart:
     figures = ColdStart(label)
     for _ in range(runs):
-        started, line = _spawn(code, dict(os.environ))
+        started, line = _spawn(code, _child_env(bytecode))
         mark, cpu = map(float, line.split())
         figures.first.append(mark - started)
         figures.first_cpu.append(cpu)
     return figures
 
 
-def _child_env(**changes: str) -> dict[str, str]:
-    """This environment, with the kvoffload being run first on the children's path."""
+def _child_env(bytecode: bool, **changes: str) -> dict[str, str]:
+    """This environment, with the kvoffload being run first on the children's path
+    (and ``PYTHONDONTWRITEBYTECODE`` dropped where ``bytecode``)."""
     import kvoffload
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(kvoffload.__file__)))
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    return dict(os.environ, PYTHONPATH=path, **changes)
+    env = dict(os.environ, PYTHONPATH=path, **changes)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def _first_use(figures: ColdStart, env: dict[str, str], code: str) -> None:
@@ -110,21 +115,22 @@ def _first_use(figures: ColdStart, env: dict[str, str], code: str) -> None:
 
 
 def measure(runs: int = 3, cold_runs: int = 1, capacity: int = 1024, policy: str = "lru",
-            keys: int = 16) -> list[ColdStart]:
+            keys: int = 16, bytecode: bool = False) -> list[ColdStart]:
     """The floors, first use with an empty numba cache (``cold_runs`` times, a new cache
-    each) and warm first use (``runs`` times over the cache of the last cold run)."""
+    each) and warm first use (``runs`` times over the cache of the last cold run);
+    ``bytecode``: children cache Python bytecode even if this environment says not to."""
     if runs < 1 or cold_runs < 1 or not 1 <= keys <= min(capacity, 256):
         raise click.BadParameter(f"runs={runs}, cold_runs={cold_runs} must be >= 1 and "
                                  f"keys={keys} in [1, min(capacity, 256)]")
     code = _FIRST_USE.format(capacity=capacity, policy=policy, keys=keys)
-    rows = [_baseline("python -c pass", _MARK, runs),
-            _baseline('python -c "import numba"', "import numba; " + _MARK, runs)]
+    rows = [_baseline("python -c pass", _MARK, runs, bytecode),
+            _baseline('python -c "import numba"', "import numba; " + _MARK, runs, bytecode)]
     cold = ColdStart("first use, empty numba cache", TARGETS["cold"])
     warm = ColdStart("warm first use (cache filled)", TARGETS["warm"])
     with tempfile.TemporaryDirectory(prefix="kvoffload-cold-") as root:
         for run in range(cold_runs):
             cache = os.path.join(root, f"numba-{run}")
-            env = _child_env(NUMBA_CACHE_DIR=cache, KVOFFLOAD_COMPILE="background")
+            env = _child_env(bytecode, NUMBA_CACHE_DIR=cache, KVOFFLOAD_COMPILE="background")
             _first_use(cold, env, code)
         for _ in range(runs):
             _first_use(warm, env, code)
@@ -146,7 +152,7 @@ def load_average() -> str:
         return "n/a"
 
 
-def print_figures(rows: list[ColdStart], load: str = "n/a") -> None:
+def print_figures(rows: list[ColdStart], load: str = "n/a", bytecode: bool = False) -> None:
     """One table: each row's first answer and compiled-path time beside its target."""
     from rich.console import Console
     from rich.table import Table
@@ -160,8 +166,9 @@ def print_figures(rows: list[ColdStart], load: str = "n/a") -> None:
         table.add_row(row.label, _seconds(row.first), _seconds(row.first_cpu), _seconds(row.ready),
                       "—" if target is None else f"≤ {target:g} s", met)
     console = Console(width=max(Console().width, 120))
-    bytecode = "off (PYTHONDONTWRITEBYTECODE)" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
-    table.caption = (f"load average before the runs {load}; Python bytecode cache in the children: {bytecode}")
+    off = os.environ.get("PYTHONDONTWRITEBYTECODE") and not bytecode
+    table.caption = (f"load average before the runs {load}; Python bytecode cache in the children: "
+                     f"{'off (PYTHONDONTWRITEBYTECODE)' if off else 'on'}")
     console.print(table)
     ours = [row for row in rows if row.ready]
     console.print(
@@ -185,7 +192,10 @@ def print_figures(rows: list[ColdStart], load: str = "n/a") -> None:
 @click.option("--policy", type=click.Choice(["lru", "arc"]), default="lru", show_default=True)
 @click.option("--keys", default=16, show_default=True, type=click.IntRange(1, 256),
               help="Keys of the first lookup and store (at most the capacity).")
-def command(runs: int, cold_runs: int, capacity: int, policy: str, keys: int) -> None:
+@click.option("--bytecode", is_flag=True,
+              help="Children write and read Python bytecode caches even where PYTHONDONTWRITEBYTECODE "
+                   "is set (as a normal install does).")
+def command(runs: int, cold_runs: int, capacity: int, policy: str, keys: int, bytecode: bool) -> None:
     """Seconds to a new process's first answer, empty and filled numba cache, beside targets."""
     load = load_average()
-    print_figures(measure(runs, cold_runs, capacity, policy, keys), load)
+    print_figures(measure(runs, cold_runs, capacity, policy, keys, bytecode), load, bytecode)
