@@ -49,3 +49,4 @@ def test_cold_start_command_prints_both_first_use_rows_beside_the_floors(tmp_pat
         assert float(first) > 0 and float(cpu) > 0 and float(ready) >= float(first)
         assert target in ("≤ 3 s", "≤ 0.5 s") and met in ("yes", "NO")
     assert "numba imported before the first answer" in done.stdout and "answers checked: ok" in done.stdout
+    assert "CPU to the first answer, warm first use (cache filled) (medians): interpreter start-up" in done.stdout

@@ -43,7 +43,11 @@ _MARK = "import time; print(time.monotonic(), time.process_time())"
 
 _FIRST_USE = """
 import json, sys, time
+split = [time.process_time()]
+import numpy  # kvoffload's first heavy import: timed apart to show where the CPU goes
+split.append(time.process_time())
 from kvoffload.impl import CPUOffloadingManager
+split.append(time.process_time())
 manager = CPUOffloadingManager({capacity}, policy={policy!r})
 keys = [bytes([i]) * 32 for i in range({keys})]
 missed = manager.lookup(keys)
@@ -54,7 +58,7 @@ numba_at_first = "numba" in sys.modules
 from kvoffload.impl.core import runtime
 runtime.wait()
 ready = time.monotonic()
-print(json.dumps({{"first": first, "first_cpu": first_cpu, "ready": ready, "numba_at_first": numba_at_first,
+print(json.dumps({{"first": first, "first_cpu": first_cpu, "split": split, "ready": ready, "numba_at_first": numba_at_first,
         "answers_ok": missed == 0 and manager.lookup(keys) == len(keys)}}))
 """
 
@@ -67,6 +71,8 @@ class ColdStart:
     target: float | None = None  # seconds to the first answer that issue 12 asks for
     first: list[float] = field(default_factory=list)
     first_cpu: list[float] = field(default_factory=list)
+    #: per run, CPU seconds of: interpreter start-up, numpy, kvoffload's imports, first calls
+    split: list[list[float]] = field(default_factory=list)
     ready: list[float] = field(default_factory=list)
     numba_at_first: bool = False
     answers_ok: bool = True
@@ -109,6 +115,8 @@ def _first_use(figures: ColdStart, env: dict[str, str], code: str) -> None:
     marks = json.loads(line)
     figures.first.append(marks["first"] - started)
     figures.first_cpu.append(marks["first_cpu"])
+    start, numpy, imported = marks["split"]
+    figures.split.append([start, numpy - start, imported - numpy, marks["first_cpu"] - imported])
     figures.ready.append(marks["ready"] - started)
     figures.numba_at_first |= bool(marks["numba_at_first"])
     figures.answers_ok &= bool(marks["answers_ok"])
@@ -171,6 +179,11 @@ def print_figures(rows: list[ColdStart], load: str = "n/a", bytecode: bool = Fal
                      f"{'off (PYTHONDONTWRITEBYTECODE)' if off else 'on'}")
     console.print(table)
     ours = [row for row in rows if row.ready]
+    for row in ours:
+        parts = [statistics.median(run[i] for run in row.split) for i in range(4)]
+        console.print(f"CPU to the first answer, {row.label} (medians): interpreter start-up {parts[0]:.3f} s, "
+                      f"import numpy {parts[1]:.3f} s, kvoffload's imports {parts[2]:.3f} s, "
+                      f"first calls {parts[3]:.3f} s")
     console.print(
         "first answer: import kvoffload.impl, CPUOffloadingManager, lookup + prepare_store + complete_store "
         "(plain-Python twin until compiled); compiled path ready: every entry point compiled or loaded "
