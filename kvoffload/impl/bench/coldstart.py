@@ -175,8 +175,8 @@ def print_figures(rows: list[ColdStart], load: str = "n/a", bytecode: bool = Fal
                       "—" if target is None else f"≤ {target:g} s", met)
     console = Console(width=max(Console().width, 120))
     off = os.environ.get("PYTHONDONTWRITEBYTECODE") and not bytecode
-    table.caption = (f"load average before the runs {load}; Python bytecode cache in the children: "
-                     f"{'off (PYTHONDONTWRITEBYTECODE)' if off else 'on'}")
+    table.caption = (f"load average before the runs {load}; children write Python bytecode caches: "
+                     f"{'no (PYTHONDONTWRITEBYTECODE; they read those that exist)' if off else 'yes'}")
     console.print(table)
     ours = [row for row in rows if row.ready]
     for row in ours:
