@@ -8,7 +8,6 @@ Importing ``kvoffload`` needs neither torch nor vLLM.
 """
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from .spec import (
@@ -39,6 +38,7 @@ from .spec import (
 )
 
 if TYPE_CHECKING:
+    __version__: str
     from .impl import CPUOffloadingManager, CPUOffloadingSpec
     from .replay import read_trace, replay_hits
     from .impl.tiers import DiskTier
@@ -54,16 +54,24 @@ _LAZY = {
 }
 
 
+def _version() -> str:
+    # importlib.metadata costs tens of milliseconds of start-up: read only when asked.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kvoffload")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(import_module(_LAZY[name]), name)
+    if name == "__version__":
+        value = _version()
+        globals()["__version__"] = value
+        return value
     raise AttributeError(f"module 'kvoffload' has no attribute {name!r}")
-
-
-try:
-    __version__ = version("kvoffload")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "POLICIES",

@@ -90,6 +90,7 @@ def contract(where: bool) -> None:
     cls=LazyGroup,
     lazy={
         "manager": "kvoffload.impl.bench.manager:command",
+        "cold-start": "kvoffload.impl.bench.coldstart:command",
         "copy": "kvoffload.impl.bench.copy:command",
         "tiers": "kvoffload.impl.bench.tiers:command",
         "trace": "kvoffload.impl.bench.trace:command",

@@ -10,8 +10,13 @@ vLLM hashes every full block of ``block_size`` tokens, each hash chained to the 
 before it, so equal keys mean an equal prefix. ``TraceKeys`` does the same at any block
 size dividing 512: id ``h`` at a position becomes ``512 / block_size`` keys, each the
 hash of (previous key, ``h``, sub-block index), and only the prompt's full blocks get
-keys (``input_length // block_size``, at most the ids cover). Keys are 36 bytes, as
-vLLM 0.32's ``OffloadKey`` (a 32-byte hash and a 4-byte KV-cache group index, 0).
+keys (``input_length // block_size``, at most the ids cover; every id in full where a
+record has no ``input_length``). Keys are 36 bytes, as vLLM 0.32's ``OffloadKey`` (a
+32-byte hash and a 4-byte KV-cache group index, 0).
+
+This module is the one reader of the format: ``kvoffload bench trace`` keys requests
+with ``TraceKeys``; ``kvoffload replay`` (``kvoffload.replay.traces``) turns the same
+``TraceRequest`` s into dense integer keys by the same rule (``key_count``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TOKENS_PER_ID", "TraceError", "TraceKeys", "TraceRequest", "read_trace"]
+__all__ = ["TOKENS_PER_ID", "TraceError", "TraceKeys", "TraceRequest", "check_block_size", "key_count", "read_trace"]
 
 #: Tokens covered by one ``hash_ids`` entry in the Mooncake traces.
 TOKENS_PER_ID = 512
@@ -36,16 +41,19 @@ class TraceError(ValueError):
 
 @dataclass(frozen=True)
 class TraceRequest:
-    """One request of a trace."""
+    """One request of a trace (``None``: the record has no such field)."""
 
     timestamp: float
-    input_length: int
-    output_length: int
+    input_length: int | None
+    output_length: int | None
     hash_ids: tuple[int, ...]
 
 
-def _int_field(record: dict[str, object], name: str, where: str) -> int:
-    value = record.get(name)
+def _int_field(record: dict[str, object], name: str, where: str) -> int | None:
+    """The field's value: absent is ``None``; present, a non-negative integer."""
+    if name not in record:
+        return None
+    value = record[name]
     if type(value) is not int or value < 0:
         raise TraceError(f"{where}: {name!r} must be a non-negative integer, got {value!r}")
     return value
@@ -76,7 +84,7 @@ def read_trace(path: str | Path, limit: int | None = None) -> Iterator[TraceRequ
     """The requests of a Mooncake-format JSONL file, in file order (blank lines skipped).
 
     ``limit`` stops after that many requests. A malformed line raises ``TraceError``
-    naming the file and line number.
+    naming the file and line number (``path:7: ... (line 7 is not a request ...)``).
     """
     count = 0
     with open(path, encoding="utf-8") as lines:
@@ -85,8 +93,27 @@ def read_trace(path: str | Path, limit: int | None = None) -> Iterator[TraceRequ
                 return
             if not line.strip():
                 continue
-            yield _request(line, f"{path}:{number}")
+            try:
+                yield _request(line, f"{path}:{number}")
+            except TraceError as error:
+                raise TraceError(f"{error} (line {number} is not a request of the Mooncake format)") from None
             count += 1
+
+
+def check_block_size(block_size: object, tokens_per_id: int = TOKENS_PER_ID) -> int:
+    """``block_size`` if it is a positive int dividing ``tokens_per_id``, else ``ValueError``."""
+    if type(block_size) is not int or block_size <= 0 or tokens_per_id % block_size:
+        raise ValueError(f"block_size={block_size!r} must divide {tokens_per_id} (tokens per hash id)")
+    return block_size
+
+
+def key_count(request: TraceRequest, block_size: int, tokens_per_id: int = TOKENS_PER_ID) -> int:
+    """Keys of the request at ``block_size`` tokens per key: its prompt's full blocks,
+    at most what its ids cover (all of them where ``input_length`` is absent)."""
+    covered = len(request.hash_ids) * (tokens_per_id // block_size)
+    if request.input_length is None:
+        return covered
+    return min(request.input_length // block_size, covered)
 
 
 class TraceKeys:
@@ -97,9 +124,8 @@ class TraceKeys:
     """
 
     def __init__(self, block_size: int = 16, tokens_per_id: int = TOKENS_PER_ID) -> None:
-        if type(block_size) is not int or block_size <= 0 or tokens_per_id % block_size:
-            raise ValueError(f"block_size={block_size!r} must be a positive divisor of {tokens_per_id}")
-        self.block_size = block_size
+        self.block_size = check_block_size(block_size, tokens_per_id)
+        self.tokens_per_id = tokens_per_id
         self.keys_per_id = tokens_per_id // block_size
         self._chains: dict[tuple[bytes, int], list[bytes]] = {}
 
@@ -118,7 +144,7 @@ class TraceKeys:
 
     def keys(self, request: TraceRequest) -> list[bytes]:
         """The keys of the request's full prompt blocks, in prefix order."""
-        wanted = min(request.input_length // self.block_size, len(request.hash_ids) * self.keys_per_id)
+        wanted = key_count(request, self.block_size, self.tokens_per_id)
         out: list[bytes] = []
         previous = b""
         for hash_id in request.hash_ids:

@@ -70,3 +70,30 @@ def test_only_full_blocks_get_keys() -> None:
 def test_block_size_must_divide_512(block_size: object) -> None:
     with pytest.raises(ValueError, match="block_size"):
         TraceKeys(block_size=block_size)  # type: ignore[arg-type]
+
+
+def test_replay_and_bench_trace_read_the_same_requests_through_one_reader(tmp_path: Path) -> None:
+    """``kvoffload replay`` and ``kvoffload bench trace`` get their requests from this
+    module: the same keys per request (count and sharing), a record without lengths
+    counted in full, and a malformed line refused by both with the same message."""
+    from kvoffload.replay.traces import read_trace as replay_read
+
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()[:30] + ['{"hash_ids": [7, 1]}']
+    path = _write(tmp_path, lines)
+    requests = list(read_trace(path))
+    assert requests[-1] == TraceRequest(0.0, None, None, (7, 1))
+    keys = TraceKeys(block_size=64)
+    bench = [keys.keys(r) for r in requests]
+    replay = list(replay_read(path, "mooncake", block_size=64).requests())
+    assert [len(k) for k in bench] == [len(k) for k in replay] and len(bench[-1]) == 16
+    # equal keys in one numbering exactly where equal in the other
+    first_seen: dict[bytes, int] = {}
+    for ours, theirs in zip(bench, replay):
+        assert [first_seen.setdefault(k, key_id) for k, key_id in zip(ours, theirs)] == theirs
+    assert len(set(first_seen.values())) == len(first_seen)
+    bad = _write(tmp_path, [lines[0], '{"input_length": 3}'])
+    with pytest.raises(TraceError) as from_bench:
+        list(read_trace(bad))
+    with pytest.raises(TraceError) as from_replay:
+        replay_read(bad, "mooncake")
+    assert str(from_bench.value) == str(from_replay.value) and f"{bad}:2" in str(from_bench.value)

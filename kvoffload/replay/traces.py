@@ -3,7 +3,8 @@
 A trace becomes a sequence of requests, each a sequence of distinct integer keys
 (dense ids ``0 … num_keys-1``) standing for vLLM block hashes:
 
-- **Mooncake JSONL** (the FAST'25 trace release): one JSON object per line with
+- **Mooncake JSONL** (the FAST'25 trace release; parsed and checked by
+  ``kvoffload.traces``, the format's one reader): one JSON object per line with
   ``hash_ids`` (one id per 512-token block; equal ids mean a shared prefix block) and
   ``input_length`` (tokens). Each id is split into ``512 / block_size`` keys; keys are
   prefix-chained as vLLM's block hashes are: key ``j`` of the id at position ``p``
@@ -15,12 +16,11 @@ A trace becomes a sequence of requests, each a sequence of distinct integer keys
   word is one key. Empty lines are requests without keys.
 
 A key repeated within one request is kept once, at its first place (the contract's C5:
-no hash twice within one call). Dependency-free on purpose (json and numpy only).
+no hash twice within one call).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -28,10 +28,13 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from ..traces import TOKENS_PER_ID, TraceRequest, check_block_size, key_count
+from ..traces import read_trace as read_mooncake
+
 __all__ = ["Trace", "read_trace", "mooncake_requests", "text_requests", "MOONCAKE_BLOCK_TOKENS"]
 
 #: Tokens per ``hash_ids`` entry in the Mooncake traces.
-MOONCAKE_BLOCK_TOKENS = 512
+MOONCAKE_BLOCK_TOKENS = TOKENS_PER_ID
 
 
 @attrs.frozen
@@ -79,30 +82,21 @@ def from_requests(name: str, requests: Iterable[Iterable[object]]) -> Trace:
     return Trace(name, np.array(flat, np.int64), np.array(offsets, np.int64), len(ids))
 
 
-def mooncake_requests(lines: Iterable[str], block_size: int) -> Iterator[npt.NDArray[np.int64]]:
+def mooncake_requests(requests: Iterable[TraceRequest], block_size: int) -> Iterator[npt.NDArray[np.int64]]:
     """Per request, its chained keys as raw ids ``node * (512 / block_size) + j`` (module doc).
 
     ``node`` numbers the distinct id prefixes (a trie over ``hash_ids``), so raw ids are
-    distinct within a request and equal exactly when prefix and sub-block are equal.
+    distinct within a request and equal exactly when prefix and sub-block are equal; a
+    request gets ``kvoffload.traces.key_count`` keys, as in ``kvoffload bench trace``.
     """
-    if block_size <= 0 or MOONCAKE_BLOCK_TOKENS % block_size:
-        raise ValueError(f"--block-size {block_size} must divide {MOONCAKE_BLOCK_TOKENS}")
-    per_id = MOONCAKE_BLOCK_TOKENS // block_size
+    per_id = MOONCAKE_BLOCK_TOKENS // check_block_size(block_size, MOONCAKE_BLOCK_TOKENS)
     sub_blocks = np.arange(per_id, dtype=np.int64)
     prefixes: dict[tuple[int, int], int] = {}  # (parent node, hash id) → node: a trie
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            hash_ids = [int(x) for x in record["hash_ids"]]
-            tokens = int(record.get("input_length", len(hash_ids) * MOONCAKE_BLOCK_TOKENS))
-        except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"line {number}: not a Mooncake record ({error})") from None
-        count = min(tokens // block_size, len(hash_ids) * per_id)
+    for request in requests:
+        count = key_count(request, block_size, MOONCAKE_BLOCK_TOKENS)
         nodes: list[int] = []
         node = -1
-        for hash_id in hash_ids[: -(-count // per_id)]:
+        for hash_id in request.hash_ids[: -(-count // per_id)]:
             node = prefixes.setdefault((node, hash_id), len(prefixes))
             nodes.append(node)
         keys = (np.array(nodes, np.int64)[:, None] * per_id + sub_blocks[None, :]).ravel()
@@ -138,9 +132,10 @@ def read_trace(path: Path, trace_format: str = "auto", block_size: int = 16) -> 
     """Read ``path`` as ``"mooncake"``, ``"text"`` or ``"auto"`` (see ``detect_format``)."""
     if trace_format == "auto":
         trace_format = detect_format(path)
-    with path.open(encoding="utf-8") as handle:
-        if trace_format == "mooncake":
-            return _from_raw_ids(path.name, mooncake_requests(handle, block_size), block_size)
-        if trace_format == "text":
+    if trace_format == "mooncake":
+        check_block_size(block_size, MOONCAKE_BLOCK_TOKENS)  # before reading the file
+        return _from_raw_ids(path.name, mooncake_requests(read_mooncake(path), block_size), block_size)
+    if trace_format == "text":
+        with path.open(encoding="utf-8") as handle:
             return from_requests(path.name, text_requests(handle))
     raise ValueError(f"unknown trace format {trace_format!r} (mooncake, text or auto)")

@@ -7,16 +7,15 @@ implemented in ``spec/`` and tested, and conformance reports cite them.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from importlib import resources
-
-import attrs
 
 __all__ = ["Clause", "contract_text", "contract_clauses", "clause_sort_key"]
 
 _CLAUSE_LINE = re.compile(r"^(?P<id>[A-Z]\d+) (?P<text>.+)$")
 
 
-@attrs.frozen
+@dataclass(frozen=True, slots=True)
 class Clause:
     """One numbered clause: its id (``"M5"``), family heading and first line of text."""
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ctypes
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-import attrs
 import numpy as np
 import numpy.typing as npt
 
@@ -107,7 +107,7 @@ class GPULoadStoreSpec(BlockIdsLoadStoreSpec):
         return "GPU"
 
 
-@attrs.define
+@dataclass(slots=True)
 class PrepareStoreOutput:
     """What ``prepare_store`` decided (M5.5): hashes to copy, where to, and who left."""
 
@@ -116,7 +116,7 @@ class PrepareStoreOutput:
     block_hashes_evicted: list[BlockHash]
 
 
-@attrs.define
+@dataclass(slots=True)
 class OffloadingEvent:
     """A change of the ready set (M5.5 removed, M6 stored), for KV-event consumers (I5)."""
 

@@ -260,29 +260,6 @@ def run_config(
     }
 
 
-def cold_start() -> dict[str, float]:
-    """First import + first call with a warm and with a cold numba cache (subprocesses)."""
-    import subprocess
-    import sys
-    import tempfile
-
-    script = (
-        "import time; t = time.perf_counter();"
-        "from kvoffload.impl import CPUOffloadingManager;"
-        "m = CPUOffloadingManager(8); m.prepare_store([b'x' * 32]); m.lookup([b'x' * 32]);"
-        "print(time.perf_counter() - t)"
-    )
-    figures: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        for label in ("cold", "warm"):
-            done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise click.ClickException(done.stderr[-2000:])
-            figures[label] = float(done.stdout.strip().splitlines()[-1])
-    return figures
-
-
 def _plot(results: list[dict[str, Any]], path: str) -> None:
     try:
         import matplotlib
@@ -430,7 +407,8 @@ def _print_batch_table(console: Any, results: list[dict[str, Any]], with_vllm: b
 @click.option("--seed", default=0, show_default=True)
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="Also write a PNG plot (needs matplotlib).")
-@click.option("--no-cold-start", is_flag=True, help="Skip the cold/warm start measurement.")
+@click.option("--no-cold-start", is_flag=True,
+              help="Skip the cold/warm start table (`kvoffload bench cold-start`, one run each).")
 @click.option("--interface-capacities", default="1e4,1e5,1e6", show_default=True,
               help="Capacities of the side-by-side table (vLLM's interface and the batch API vs the floor).")
 @click.option("--interface-batch", default=256, show_default=True,
@@ -495,12 +473,11 @@ def command(
         "free list and tags), reported apart, not hidden; 'hashes' = stored hashes (key rows of blocks "
         "and ghosts, Python objects of live blocks). Per-batch scratch buffers are not per block."
     )
-    if not no_cold_start:
-        figures = cold_start()
-        console.print(
-            f"Cold start (first import + first call): cold numba cache {figures['cold']:.2f} s, "
-            f"warm cache {figures['warm']:.2f} s"
-        )
+    if not no_cold_start:  # the table of `kvoffload bench cold-start`, one run each
+        from .coldstart import load_average, measure, print_figures
+
+        load = load_average()
+        print_figures(measure(runs=1), load)
     if plot_path:
         _plot(results, plot_path)
         console.print(f"plot written to {plot_path}")
