@@ -127,6 +127,14 @@ if ".".join(_version.split("+")[0].split(".")[:2]) not in SUPPORTED_VLLM:
 from .factory import make_manager  # noqa: E402
 from .manager import KVOffloadingManager  # noqa: E402
 from .spec import KVOffloadingSpec  # noqa: E402
+from .tiering import KVOffloadTieringSpec  # noqa: E402
 from .worker import KVOffloadingWorker  # noqa: E402
 
-__all__ = ["KVOffloadingManager", "KVOffloadingSpec", "KVOffloadingWorker", "SUPPORTED_VLLM", "make_manager"]
+__all__ = [
+    "KVOffloadTieringSpec",
+    "KVOffloadingManager",
+    "KVOffloadingSpec",
+    "KVOffloadingWorker",
+    "SUPPORTED_VLLM",
+    "make_manager",
+]
