@@ -12,8 +12,8 @@ secondary tiers read and write one row per chunk.
 Row layout (H3): chunk ``c`` is row ``c`` of the region (``kv_bytes_per_chunk`` bytes);
 inside it sub-block ``j`` (``0 ≤ j < blocks_per_chunk``) holds every KV tensor's page in
 vLLM's tensor order, ``[j: tensor0 page | tensor1 page | …]``. With one block per chunk
-this is byte for byte the row vLLM's own CPU worker writes (tensor by tensor), so a disk
-or Redis tier filled by either worker serves the other. Each host plane is then one
+this is byte for byte the row vLLM's own CPU worker writes (tensor by tensor), so the
+records a tier keeps of it are the same bytes either way. Each host plane is then one
 strided view ``(num_chunks · f, page)`` with stride ``Σ pages``, which needs rows without
 padding (``f · Σ pages`` a multiple of the page size, true for every model whose page is
 a multiple of 4 KiB) and one worker per row (world size 1, or vLLM's replicated layout);
