@@ -9,6 +9,9 @@ the first block of every load. Offloading must not change a single token, loads 
 happen (counted by our worker adapter through ``KVOFFLOAD_VLLM_LOG``), the scheduler's
 and the worker's counts must agree, and the zeroed block must change the output.
 
+The disk-tier test: the same prompts with our disk tier behind vLLM's tiering
+(``KVOffloadTieringSpec``), CPU tier too small to keep A and B.
+
 The same three runs again with a model of two KV cache groups (a sliding-window layer
 beside a full-attention layer, vLLM's hybrid KV cache manager): both groups are stored
 and loaded, the sliding-window group only within its window.
@@ -95,17 +98,24 @@ def _generate(
     return json.loads(out.read_text())["outputs"], events
 
 
+@pytest.fixture(scope="module")
+def baseline(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[list[int]]:
+    """The tokens of a run without a connector (shared by the tests of the one-group model)."""
+    outputs, events = _generate(model_dir, tmp_path_factory.mktemp("baseline"), "off", "off")
+    assert events == []  # no connector, no adapter calls
+    assert len(outputs) == 5 and all(len(tokens) == 8 for tokens in outputs)
+    return outputs
+
+
 def _count(events: list[dict[str, Any]], side: str, op: str, field: str = "blocks") -> tuple[int, int]:
     chosen = [e for e in events if e["side"] == side and e["op"] == op and not e.get("refused")]
     return len(chosen), sum(int(e.get(field, 0)) for e in chosen)
 
 
 @pytest.mark.slow
-def test_offloading_generates_identical_tokens_and_loaded_bytes_are_used(model_dir: Path, tmp_path: Path) -> None:
-    baseline, none = _generate(model_dir, tmp_path, "off", "off")
-    assert none == []  # no connector, no adapter calls
-    assert len(baseline) == 5 and all(len(tokens) == 8 for tokens in baseline)
-
+def test_offloading_generates_identical_tokens_and_loaded_bytes_are_used(
+    model_dir: Path, tmp_path: Path, baseline: list[list[int]]
+) -> None:
     offloaded, events = _generate(model_dir, tmp_path, "on", "on")
     assert offloaded == baseline, "offloading changed the generated tokens"
     load_jobs, load_blocks = _count(events, "worker", "load")
@@ -152,3 +162,41 @@ def test_two_kv_cache_groups_sliding_window_beside_full_attention(two_group_mode
     assert _count(events, "worker", "corrupt")[0] > 0
     assert corrupted[:3] == baseline[:3]
     assert corrupted != baseline, "zeroing loaded host blocks did not change the output"
+
+
+#: The disk-tier run: a CPU primary tier of 8 chunks (of 32 tokens, 32 KiB each) behind
+#: vLLM's tiering, so A's chunks are evicted from it by B and C and come back from disk.
+DISK_TIER_ARGS = ("--cpu-bytes", str(8 * 32768), "--disk-blocks", "64")
+
+
+@pytest.mark.slow
+def test_T1_disk_tier_behind_vllm_tiering_generates_identical_tokens(
+    model_dir: Path, tmp_path: Path, baseline: list[list[int]]
+) -> None:
+    """Real generation with our disk tier as a secondary tier of vLLM's tiering
+    (``KVOffloadTieringSpec``: vLLM's CPU primary tier, our worker over its shared region):
+    every chunk stored to the CPU tier is cascaded to disk; the repeats of A and B miss the
+    device cache and the CPU tier (8 chunks, 16 stored) and are promoted from disk, then
+    loaded to the device. The tokens are those of a run without offloading, and zeroing
+    the first promoted chunk before its device load changes them (the disk's bytes feed
+    attention)."""
+    disk = ("--disk-path", str(tmp_path / "kv.blocks"), *DISK_TIER_ARGS)
+    tiered, events = _generate(model_dir, tmp_path, "disk", "disk", *disk)
+    assert tiered == baseline, "the disk tier changed the generated tokens"
+    assert [e for e in events if e["side"] == "spec" and e["op"] == "tiering_worker"], events
+    tier = [e for e in events if e["side"] == "tier"]
+    assert tier and all(e["success"] and e["tier"] == "KVOffloadDiskTier" for e in tier), tier
+    worker_loads = _count(events, "worker", "load")
+    disk_stores, disk_loads = _count(events, "tier", "store"), _count(events, "tier", "load")
+    # Every chunk the worker stored was cascaded to disk; every device load was a
+    # chunk promoted from disk (the CPU tier had evicted all of them).
+    assert disk_stores[1] == _count(events, "worker", "store")[1] > 8
+    assert disk_loads[1] > 0 and worker_loads[1] == disk_loads[1], (disk_loads, worker_loads)
+    assert all(e["success"] for e in events if e["side"] == "worker")
+    print(f"\ndisk tier: stores {disk_stores}, promotions {disk_loads}, device loads {worker_loads} (jobs, chunks)")
+
+    disk = ("--disk-path", str(tmp_path / "kv2.blocks"), *DISK_TIER_ARGS)
+    corrupted, events = _generate(model_dir, tmp_path, "disk-corrupt", "disk", *disk, KVOFFLOAD_VLLM_CORRUPT_LOADS="1")
+    assert _count(events, "worker", "corrupt")[0] > 0 and _count(events, "tier", "load")[1] > 0
+    assert corrupted[:3] == baseline[:3]
+    assert corrupted != baseline, "zeroing a chunk promoted from disk did not change the output"

@@ -26,6 +26,23 @@ def _positive(name: str, value: object) -> int:
     return value
 
 
+def _given_host_planes(
+    planes: Sequence[torch.Tensor], host_planes: Sequence[torch.Tensor], sub_blocks: int
+) -> list[torch.Tensor]:
+    """H3: caller-owned host planes match the device planes one to one (count, sub-block
+    count, page shape, dtype) and live in host memory."""
+    if len(host_planes) != len(planes):
+        raise ValueError(f"H3: {len(host_planes)} host plane(s) given for {len(planes)} device plane(s)")
+    for index, (dev, host) in enumerate(zip(planes, host_planes)):
+        want = (sub_blocks, *dev.shape[1:])
+        if tuple(host.shape) != want or host.dtype != dev.dtype or host.device.type != "cpu":
+            raise ValueError(
+                f"H3: host plane {index} is {tuple(host.shape)} {host.dtype} on {host.device}, "
+                f"needs {want} {dev.dtype} on cpu"
+            )
+    return list(host_planes)
+
+
 @attrs.define(frozen=True)
 class KVBuffers:
     """Device planes over the KV cache, their host planes, and the block geometry."""
@@ -74,10 +91,14 @@ class KVBuffers:
         block_size_factor: int,
         num_cpu_blocks: int,
         pin_memory: bool | None = None,
+        host_planes: Sequence[torch.Tensor] | None = None,
     ) -> KVBuffers:
         """Validate the geometry, split ``kv_caches`` into planes, allocate host planes.
 
         Everything is validated before the (possibly huge) host allocation (S4).
+        ``host_planes``, when given, are the host planes to use instead of allocating them
+        (views into memory the caller owns, e.g. vLLM's shared offload region; H3): one per
+        device plane, each ``num_cpu_blocks · f`` sub-blocks of that plane's shape and dtype.
         """
         _positive("gpu_block_size", gpu_block_size)
         factor = _positive("block_size_factor", block_size_factor)
@@ -95,16 +116,20 @@ class KVBuffers:
         if len(counts) != 1:
             raise ValueError(f"kv_caches disagree on the number of GPU blocks: {sorted(counts)}")
         device = devices.pop()
-        pin = device.type == "cuda" if pin_memory is None else pin_memory
-        host_planes = [
-            torch.empty(
-                (num_cpu_blocks * factor, *p.shape[1:]), dtype=p.dtype, device="cpu", pin_memory=pin
-            )
-            for p in planes
-        ]
+        if host_planes is not None:
+            given = _given_host_planes(planes, host_planes, num_cpu_blocks * factor)
+            pin = bool(pin_memory)
+        else:
+            pin = device.type == "cuda" if pin_memory is None else pin_memory
+            given = [
+                torch.empty(
+                    (num_cpu_blocks * factor, *p.shape[1:]), dtype=p.dtype, device="cpu", pin_memory=pin
+                )
+                for p in planes
+            ]
         return cls(
             device_planes=planes,
-            host_planes=host_planes,
+            host_planes=given,
             gpu_block_size=gpu_block_size,
             block_size_factor=factor,
             num_gpu_blocks=counts.pop(),

@@ -17,7 +17,7 @@ import threading
 
 import attrs
 
-from .records import pack_header, record_size, verify_record
+from .records import copy_bytes, pack_header, record_size, verify_record
 
 __all__ = ["BlockFile", "IOFaults", "ALIGN"]
 
@@ -112,7 +112,7 @@ class BlockFile:
         if view.nbytes != self.payload_bytes:
             raise ValueError(f"payload of {view.nbytes} bytes, slots hold {self.payload_bytes}")
         staging = memoryview(self._staging())
-        staging[_PAYLOAD_AT : _PAYLOAD_AT + self.payload_bytes] = view
+        copy_bytes(staging[_PAYLOAD_AT : _PAYLOAD_AT + self.payload_bytes], view)
         pack_header(staging, self.digest, block_hash, self.payload_bytes)
         faults = self.faults
         if faults is not None and (block_hash in faults.doomed or faults.draw("write_error")):
@@ -159,7 +159,7 @@ class BlockFile:
         if got != self.slot_bytes:
             raise OSError(errno.EIO, f"short read at slot {slot}: {got} of {self.slot_bytes} bytes")
         payload = verify_record(staging, self.digest, block_hash, self.payload_bytes)
-        memoryview(out).cast("B")[:] = payload
+        copy_bytes(memoryview(out).cast("B"), payload)
 
     def close(self) -> None:
         if self._fd >= 0:

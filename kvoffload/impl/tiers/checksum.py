@@ -7,6 +7,11 @@ change to one word changes its lane's final state), then mixes the lanes and the
 It detects torn records and flipped bits; it is not a cryptographic hash (records are
 written by us, the threat is damage, not forgery). Compiled ``nogil``: the I/O threads
 checksum in parallel.
+
+The compiled build is loaded (or compiled) at import, on the importing thread: an I/O
+thread that called it first would wait on numba's process-wide compiler lock, which the
+block table's background compile (``impl.core.runtime``) may hold for minutes on a cold
+cache; inside vLLM's engine that stalled every tier job of the first requests.
 """
 
 from __future__ import annotations
@@ -51,3 +56,11 @@ def checksum64(data: memoryview | bytes | bytearray) -> int:
     raw = np.frombuffer(data, dtype=np.uint8)
     whole = raw.shape[0] // 8 * 8
     return int(_lanes(raw[:whole].view(np.uint64), raw[whole:], raw.shape[0]))
+
+
+def _load_compiled() -> None:
+    """Compile (or load from numba's cache) the build every record uses: writable bytes."""
+    checksum64(bytearray(16))
+
+
+_load_compiled()

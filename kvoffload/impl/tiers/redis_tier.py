@@ -28,7 +28,7 @@ from ...spec.hashes import describe_hash, read_hashes
 from ...spec.interfaces import OffloadingManager
 from ...spec.types import BlockHash, BlockIdsLoadStoreSpec, OffloadingEvent, PrepareStoreOutput
 from .jobs import TierJob, TierJobResult, TierJobs
-from .records import RecordError, pack_header, record_size, verify_record
+from .records import RecordError, copy_bytes, pack_header, record_size, verify_record
 from .redis_scripts import PRELUDE, SCRIPTS
 
 __all__ = ["RedisLoadStoreSpec", "RedisBlockTable", "RedisTier"]
@@ -220,7 +220,7 @@ class RedisTier(TierJobs):
 
     def _write(self, block_hash: BlockHash, payload: memoryview | bytes) -> None:
         record = memoryview(bytearray(record_size(self.payload_bytes)))
-        record[record_size(0) :] = memoryview(payload).cast("B")
+        copy_bytes(record[record_size(0) :], memoryview(payload).cast("B"))
         pack_header(record, self.digest, block_hash, self.payload_bytes)
         self.table.stage(block_hash, record)
 
@@ -229,7 +229,7 @@ class RedisTier(TierJobs):
         if not isinstance(record, bytes):
             raise RecordError(f"T5: slot {slot} holds no record")
         payload = verify_record(memoryview(record), self.digest, block_hash, self.payload_bytes)
-        memoryview(out).cast("B")[:] = payload
+        copy_bytes(memoryview(out).cast("B"), payload)
 
     def submit_store(
         self, job_id: int, block_hashes: Iterable[BlockHash], payloads: Sequence[memoryview | bytes]

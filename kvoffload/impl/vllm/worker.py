@@ -88,13 +88,18 @@ class KVOffloadingWorker(OffloadingWorker):  # type: ignore[misc]
         gpu_block_size: int,
         block_size_factor: int,
         num_cpu_blocks: int,
+        host_planes: Sequence[torch.Tensor] | None = None,
     ) -> None:
+        """``host_planes``: one per KV tensor, in vLLM's tensor order (``KVBuffers.build``);
+        allocated here when not given."""
         planes = group_planes(kv_caches)
         tensors: dict[str, torch.Tensor] = {
             f"tensor{i}": entry.tensor for i, entry in enumerate(kv_caches.tensors)
         }
         #: Every tensor's host plane (vLLM's "page" layout: one plane per tensor).
-        self.buffers = KVBuffers.build(tensors, "page", gpu_block_size, block_size_factor, num_cpu_blocks)
+        self.buffers = KVBuffers.build(
+            tensors, "page", gpu_block_size, block_size_factor, num_cpu_blocks, host_planes=host_planes
+        )
         views = [self.buffers.sub_block_view(group) for group in planes]
         self.stores = [CpuGpuHandler(view, Direction.STORE) for view in views]
         self.loads = [CpuGpuHandler(view, Direction.LOAD) for view in views]
