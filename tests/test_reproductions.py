@@ -27,6 +27,8 @@ CASES = [
     ("DoubleFreeBackend", "backend", "any", True, "kvoffload.spec:ReferenceCPUBackend"),
     ("LRUInsertOverwrites", "policy", "any", True, "kvoffload.spec:ReferenceLRUPolicy"),
     ("ARCPromotesPending", "policy", "arc", False, "kvoffload.spec:ReferenceARCPolicy"),
+    ("LRUShortEvict", "policy", "any", False, "kvoffload.spec:ReferenceLRUPolicy"),
+    ("LRUIgnoresRefCnt", "policy", "any", False, "kvoffload.spec:ReferenceLRUPolicy"),
 ]
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy
+
 from outside_manager import OutsideLRUManager
 
 
@@ -57,3 +59,11 @@ def raising(error: type[Exception]) -> Any:
         return manager
 
     return factory
+
+
+class UnreversedLRU(LRUCachePolicy):  # type: ignore[misc]
+    """vLLM's own LRU policy, touching in the order given: the last key ends up most
+    recent (P4 wants the first)."""
+
+    def touch(self, keys: Any, req_context: Any) -> None:
+        self._update_recency(list(keys))

@@ -43,6 +43,18 @@ def test_K2_reproduction_fails_on_the_bug_and_passes_once_fixed(bug: str, clause
     assert on_fix is None, f"the reproduction fails on the fixed manager: {on_fix!r}\n{result.reproduction}"
 
 
+def test_K8_policy_reproduction_fails_on_the_bug_and_passes_once_fixed() -> None:
+    result = run_conformance("policy", outside_bugs.UnreversedLRU, policy="lru", source="outside_bugs:UnreversedLRU")
+    assert not result.ok and result.clause in ("L2", "L3", "P4"), result.report()
+    import_line = "from outside_bugs import UnreversedLRU\n"
+    assert import_line in result.reproduction, result.reproduction
+    on_bug = _run(result.reproduction)
+    assert isinstance(on_bug, AssertionError) and str(on_bug).startswith(result.clause or ""), f"{on_bug!r}"
+    fixed = result.reproduction.replace(
+        import_line, "from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy as UnreversedLRU\n")
+    assert _run(fixed) is None, result.reproduction
+
+
 @pytest.mark.parametrize("error", [AssertionError, KeyError, ValueError])
 def test_K3_strict_mode_accepts_the_documented_errors(error: type[Exception]) -> None:
     result = check_manager(outside_bugs.raising(error), policy="lru", strict=True, max_examples=60)
