@@ -387,12 +387,14 @@ class PolicyMachine(ConformanceMachine):
             expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
             got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
             if got_view != expected_view:
-                rendered = "None" if expected_view is None else "[" + ", ".join(f"({self.log.name(h)}, {i})" for h, i in expected_view) + "]"
+                rendered, got_rendered = (
+                    "None" if pairs is None else "[" + ", ".join(f"({self.log.name(h)}, {i})" for h, i in pairs) + "]"
+                    for pairs in (expected_view, got_view))
                 ineligible = value is not None and any(
                     self.blocks.get(h, (None,))[0] is None or self.blocks[h][0].ref_cnt != 0 or h in protected
                     for h, _ in value)
                 clauses = victim_blame(self.policy_mode, refused=value is None, ineligible=ineligible)
-                self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy_mode.upper()} evicts {rendered}",
+                self.fail(clauses, f"evict({n}, ...) returned {got_rendered}; {self.policy_mode.upper()} evicts {rendered}",
                           f"{view} == {rendered}")
             # The order clause (and ARC's ghost trimming, A5) was checked by this comparison.
             self.exercised(CLAUSES[self.policy_mode]["evict"], *(("A5",) if self.policy_mode == "arc" else ()))
