@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
-from importlib import resources
 
 import click
 
@@ -19,21 +17,6 @@ from . import __version__
 from .spec.clauses import clause_sort_key, contract_clauses
 
 __all__ = ["main"]
-
-
-def _spec_locations() -> dict[str, list[str]]:
-    """Where each clause id is cited in ``kvoffload/spec/*.py`` (module:line)."""
-    cited: dict[str, list[str]] = {}
-    # the families the contract has (extensions included), not a fixed list of letters
-    families = "".join(sorted({clause.id.rstrip("0123456789") for clause in contract_clauses()}))
-    spec_dir = resources.files("kvoffload.spec")
-    for entry in sorted(spec_dir.iterdir(), key=lambda e: e.name):
-        if not entry.name.endswith(".py"):
-            continue
-        for number, line in enumerate(entry.read_text(encoding="utf-8").splitlines(), start=1):
-            for clause_id in set(re.findall(rf"\b([{families}]\d+)(?:\.\d+)?\b", line)):
-                cited.setdefault(clause_id, []).append(f"{entry.name}:{number}")
-    return cited
 
 
 class LazyGroup(click.Group):
@@ -74,16 +57,30 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--where", is_flag=True, help="Also show where spec/ implements each clause.")
-def contract(where: bool) -> None:
-    """List the contract's clause ids that the reference model implements."""
-    cited = _spec_locations()
-    for clause in sorted(contract_clauses(), key=lambda c: clause_sort_key(c.id)):
-        mark = "✓" if clause.id in cited else " "
+@click.argument("clause_ids", nargs=-1)
+@click.option("--where", is_flag=True, help="Also show the code that implements each clause.")
+def contract(clause_ids: tuple[str, ...], where: bool) -> None:
+    """List the contract's clauses (all, or CLAUSE_IDS); ✓ marks those with code.
+
+    ``--where`` prints, under each clause, every class or function marked
+    ``@implements(<clause>)`` (kvoffload/clause_sites.py): path, line, qualified name.
+    """
+    from .clause_sites import clause_sites
+
+    clauses = sorted(contract_clauses(), key=lambda c: clause_sort_key(c.id))
+    unknown = sorted(set(clause_ids) - {clause.id for clause in clauses})
+    if unknown:
+        raise click.BadParameter(f"not clauses of the contract: {', '.join(unknown)}", param_hint="CLAUSE_IDS")
+    sites = clause_sites()
+    for clause in clauses:
+        if clause_ids and clause.id not in clause_ids:
+            continue
+        mark = "✓" if clause.id in sites else " "
         summary = clause.summary if len(clause.summary) <= 76 else clause.summary[:75] + "…"
         click.echo(f"{mark} {clause.id:<4} {summary}")
-        if where and clause.id in cited:
-            click.echo(f"       spec/{', spec/'.join(cited[clause.id][:4])}")
+        if where:
+            for site in sites.get(clause.id, []):
+                click.echo(f"       {site}")
 
 
 @main.group(

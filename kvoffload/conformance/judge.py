@@ -94,7 +94,8 @@ def victim_fault(
     each ready, idle (``before``: ref counts ahead of the call) and outside its input."""
     for victim in evicted:
         label, ref = name(victim), before.get(victim)
-        absent = f"{label} not in {var}.block_hashes_evicted"
+        # holds on a fixed target too, also where that one refuses the store
+        absent = f"{var} is None or {label} not in {var}.block_hashes_evicted"
         if ref is None:
             present = [h for h in before if isinstance(h, bytes)]
             clauses = ("I8", "M5") if isinstance(victim, bytes) and any(confusable(victim, h) for h in present) \

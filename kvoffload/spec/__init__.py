@@ -3,7 +3,8 @@
 Small, plain, obviously correct: the oracle every other part of kvoffload is judged by.
 Nothing here imports ``kvoffload.impl`` or ``kvoffload.conformance``.
 
-Where each clause lives:
+Where each clause lives (exactly: each implementing class or function carries
+``@implements(...)``, and ``kvoffload contract --where`` prints those markers):
 
 - vocabulary, ``BlockStatus``, specs, events: ``types``
 - M0, M9 (reading hash arguments): ``hashes``

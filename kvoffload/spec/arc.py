@@ -12,6 +12,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
+from .clauses import implements
 from .errors import ContractViolation
 from .hashes import describe_hash, read_hashes
 from .interfaces import CachePolicy
@@ -21,6 +22,7 @@ from .types import BlockHash, BlockStatus
 __all__ = ["ReferenceARCPolicy"]
 
 
+@implements("P6")
 class ReferenceARCPolicy(CachePolicy):
     """Every list is ordered least → most recent (state section of ARC in the contract)."""
 
@@ -32,11 +34,13 @@ class ReferenceARCPolicy(CachePolicy):
         self.b2: OrderedDict[BlockHash, None] = OrderedDict()
         self.p: float = 0.0
 
+    @implements("P1", "A2")
     def get(self, block_hash: BlockHash) -> BlockStatus | None:
         """P1, A2: T1 and T2 only; ghosts are never returned."""
         block = self.t1.get(block_hash)
         return block if block is not None else self.t2.get(block_hash)
 
+    @implements("P2", "A1")
     def insert(self, block_hash: BlockHash, block: BlockStatus) -> None:
         """P2, A1: append to T1's most-recent end and forget any ghost of the hash."""
         if block_hash in self.t1 or block_hash in self.t2:
@@ -45,6 +49,7 @@ class ReferenceARCPolicy(CachePolicy):
         self.b1.pop(block_hash, None)
         self.b2.pop(block_hash, None)
 
+    @implements("P3", "A6")
     def remove(self, block_hash: BlockHash) -> None:
         """P3, A6: delete from T1 or T2; ghost lists are untouched."""
         if block_hash in self.t1:
@@ -54,6 +59,7 @@ class ReferenceARCPolicy(CachePolicy):
         else:
             raise ContractViolation("P3", f"remove of absent hash {describe_hash(block_hash)}")
 
+    @implements("P4", "A3")
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
         """P4, A3: walk last to first; promote, refresh, or adapt ``p`` on a ghost hit."""
         for block_hash in reversed(read_hashes(block_hashes)):
@@ -72,6 +78,7 @@ class ReferenceARCPolicy(CachePolicy):
                 self.p = max(self.p - max(1.0, len(self.b1) / len(self.b2)), 0.0)
                 self.b2.move_to_end(block_hash)
 
+    @implements("P5", "A4", "A5", "I3", "I6", "I7")
     def evict(
         self, n: int, protected: set[BlockHash]
     ) -> list[tuple[BlockHash, BlockStatus]] | None:
@@ -128,7 +135,7 @@ class ReferenceARCPolicy(CachePolicy):
                 shared = lists[first] & lists[second]
                 if shared:
                     clash = describe_hash(next(iter(shared)))
-                    raise ContractViolation("A1", f"hash {clash} is in both {first} and {second}")
+                    raise ContractViolation("A1", f"hash {clash} is in both list {first} and list {second}")
         for name in ("B1", "B2"):
             if len(lists[name]) > self.cache_capacity:
                 raise ContractViolation("A5", f"ghost list {name} holds more than {self.cache_capacity}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 
+from .clauses import implements
 from .errors import ContractViolation
 from .interfaces import Backend
 from .offloading_spec import positive_int
@@ -26,10 +27,12 @@ class ReferenceCPUBackend(Backend):
         self._free_ids: list[int] = list(range(num_blocks))  # a heap
         self._handed_out: dict[int, BlockStatus] = {}
 
+    @implements("B1")
     def get_num_free_blocks(self) -> int:
         """B1: always in ``[0, num_blocks]``."""
         return len(self._free_ids)
 
+    @implements("B2")
     def allocate_blocks(self, block_hashes: list[BlockHash]) -> list[BlockStatus]:
         """B2: ``len(block_hashes)`` distinct new pending blocks, or a violation."""
         count = len(block_hashes)
@@ -45,6 +48,7 @@ class ReferenceCPUBackend(Backend):
             blocks.append(block)
         return blocks
 
+    @implements("B3")
     def free(self, block: BlockStatus) -> None:
         """B3: return one handed-out block; a double or foreign free is a violation."""
         if not isinstance(block, BlockStatus):
@@ -58,12 +62,14 @@ class ReferenceCPUBackend(Backend):
         del self._handed_out[block.block_id]
         heapq.heappush(self._free_ids, block.block_id)
 
+    @implements("B4")
     def get_load_store_spec(
         self, block_hashes: Iterable[BlockHash], blocks: Iterable[BlockStatus]
     ) -> CPULoadStoreSpec:
         """B4: a CPU spec addressing exactly ``blocks``, in order."""
         return CPULoadStoreSpec([block.block_id for block in blocks])
 
+    @implements("B1", "B3", "B4", "I1")
     def check_invariants(self) -> None:
         """B1, B4 and I1 from the backend's own state."""
         free = set(self._free_ids)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .clauses import implements
 from .types import BlockHash
 
 __all__ = ["read_hashes", "describe_hash"]
@@ -21,6 +22,7 @@ def describe_hash(block_hash: bytes) -> str:
     return f"{shown}{more} ({len(block_hash)} bytes)"
 
 
+@implements("M0", "M9", "I8")
 def read_hashes(hashes: Iterable[bytes], argument: str = "block_hashes") -> list[BlockHash]:
     """Consume ``hashes`` once (M0) and return its elements as a list.
 

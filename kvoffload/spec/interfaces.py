@@ -13,6 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
+from .clauses import implements
 from .types import (
     BlockHash,
     BlockStatus,
@@ -26,6 +27,7 @@ from .types import (
 __all__ = ["OffloadingManager", "Backend", "CachePolicy", "OffloadingHandler"]
 
 
+@implements("C1", "C2", "C3", "C4", "C5", "C6")
 class OffloadingManager(ABC):
     """Scheduler-side bookkeeping of offloaded blocks (M0–M10, I1–I8).
 

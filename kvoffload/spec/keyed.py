@@ -17,11 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from .arc import ReferenceARCPolicy
+from .clauses import implements
 from .types import BlockHash
 
 __all__ = ["expected_lookup", "RequestAccess", "arc_request_finished", "group_index", "request_order"]
 
 
+@implements("K1")
 def expected_lookup(ref_cnt: int | None) -> str:
     """K1: ``HIT`` for a present, ready block; ``HIT_PENDING`` while its store is in flight
     (``ref_cnt == -1``); ``MISS`` when absent. ``RETRY`` is never the answer of a manager
@@ -47,6 +49,7 @@ class RequestAccess:
         self.reused: set[bytes] = set()
         self.store_misses: set[bytes] = set()
 
+    @implements("K6")
     def new_store_misses(self, absent: Sequence[bytes]) -> list[bytes]:
         """K6: the absent keys of one ``prepare_store`` not yet reported by this request,
         in input order; they are reported now (the policy sees them as a touch: A3)."""
@@ -54,6 +57,7 @@ class RequestAccess:
         self.store_misses.update(fresh)
         return fresh
 
+    @implements("K5")
     def loaded(self, keys: Iterable[bytes]) -> None:
         """K5: ``prepare_load`` observes every key and reuses it."""
         for key in keys:
@@ -61,6 +65,7 @@ class RequestAccess:
             if key not in self.inserted:
                 self.reused.add(key)
 
+    @implements("K5")
     def offered(self, absent: Iterable[bytes], ready: Iterable[bytes], stored: Iterable[bytes]) -> None:
         """K5: ``prepare_store`` observes its absent and ready keys (pending ones are not
         observed), reuses the ready ones and inserts what it stored."""
@@ -71,18 +76,21 @@ class RequestAccess:
         self.inserted.update(stored)
 
 
+@implements("K5")
 def group_index(key: bytes) -> int:
     """K5: the KV cache group of a vLLM ``OffloadKey`` (block hash + 4-byte big-endian
     group index): its last four bytes."""
     return int.from_bytes(key[-4:], "big")
 
 
+@implements("K5")
 def request_order(access: RequestAccess) -> list[bytes]:
     """K5: the order a finished request's keys are applied in: grouped by KV cache group
     (ascending group index), first observation first within a group (stable sort)."""
     return sorted(access.observed, key=group_index)
 
 
+@implements("K5")
 def arc_request_finished(policy: ReferenceARCPolicy, access: RequestAccess) -> None:
     """K5 for ARC: walking the observed keys last to first (P4 order), a key the request
     only inserted keeps its list and moves to its most-recent end (a store is not a

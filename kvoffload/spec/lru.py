@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
+from .clauses import implements
 from .errors import ContractViolation
 from .hashes import describe_hash, read_hashes
 from .interfaces import CachePolicy
@@ -14,6 +15,7 @@ from .types import BlockHash, BlockStatus
 __all__ = ["ReferenceLRUPolicy"]
 
 
+@implements("L1", "P6")
 class ReferenceLRUPolicy(CachePolicy):
     """L1: a single order from least to most recently used."""
 
@@ -21,28 +23,33 @@ class ReferenceLRUPolicy(CachePolicy):
         self.cache_capacity = positive_int("cache_capacity", cache_capacity)
         self.order: OrderedDict[BlockHash, BlockStatus] = OrderedDict()
 
+    @implements("P1")
     def get(self, block_hash: BlockHash) -> BlockStatus | None:
         """P1."""
         return self.order.get(block_hash)
 
+    @implements("P2", "L1")
     def insert(self, block_hash: BlockHash, block: BlockStatus) -> None:
         """P2, L1: append at the most-recent end; the hash must be absent."""
         if block_hash in self.order:
             raise ContractViolation("P2", f"insert of present hash {describe_hash(block_hash)}")
         self.order[block_hash] = block
 
+    @implements("P3")
     def remove(self, block_hash: BlockHash) -> None:
         """P3: drop a present hash."""
         if block_hash not in self.order:
             raise ContractViolation("P3", f"remove of absent hash {describe_hash(block_hash)}")
         del self.order[block_hash]
 
+    @implements("P4", "L2")
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
         """P4, L2: walk last to first, moving each present hash to the most-recent end."""
         for block_hash in reversed(read_hashes(block_hashes)):
             if block_hash in self.order:
                 self.order.move_to_end(block_hash)
 
+    @implements("P5", "L3", "I3", "I7")
     def evict(
         self, n: int, protected: set[BlockHash]
     ) -> list[tuple[BlockHash, BlockStatus]] | None:

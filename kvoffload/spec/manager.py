@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from .arc import ReferenceARCPolicy
 from .backend import ReferenceCPUBackend
+from .clauses import implements
 from .errors import ContractViolation
 from .hashes import describe_hash, read_hashes
 from .interfaces import Backend, CachePolicy, OffloadingManager
@@ -56,6 +57,7 @@ def make_reference_policy(name: str, cache_capacity: int) -> CachePolicy:
     return policy_class(cache_capacity)
 
 
+@implements("M10")
 class ReferenceManager(OffloadingManager):
     """An ``OffloadingManager`` composed of a backend and a cache policy.
 
@@ -84,6 +86,7 @@ class ReferenceManager(OffloadingManager):
         self._events: list[OffloadingEvent] = []
 
     # -- M1 ---------------------------------------------------------------------------
+    @implements("M1")
     def lookup(self, block_hashes: Iterable[BlockHash]) -> int:
         """M1: length of the longest prefix of present and ready hashes; pure.
 
@@ -99,6 +102,7 @@ class ReferenceManager(OffloadingManager):
         return hits
 
     # -- M2 ---------------------------------------------------------------------------
+    @implements("M2", "I2")
     def prepare_load(self, block_hashes: Iterable[BlockHash]) -> LoadStoreSpec:
         """M2: every hash present and ready; each occurrence adds 1 to ``ref_cnt``."""
         hashes = read_hashes(block_hashes)
@@ -116,6 +120,7 @@ class ReferenceManager(OffloadingManager):
         return self.backend.get_load_store_spec(hashes, blocks)
 
     # -- M3 ---------------------------------------------------------------------------
+    @implements("M3", "I2")
     def complete_load(self, block_hashes: Iterable[BlockHash]) -> None:
         """M3: each occurrence subtracts 1; all-or-nothing over the batch."""
         occurrences = Counter(read_hashes(block_hashes))
@@ -135,11 +140,13 @@ class ReferenceManager(OffloadingManager):
             block.ref_cnt -= count
 
     # -- M4 ---------------------------------------------------------------------------
+    @implements("M4")
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
         """M4: a recency hint, delegated to the policy (P4); absent hashes are its business."""
         self.policy.touch(read_hashes(block_hashes))
 
     # -- M5 ---------------------------------------------------------------------------
+    @implements("M5", "I6", "I7")
     def prepare_store(self, block_hashes: Iterable[BlockHash]) -> PrepareStoreOutput | None:
         """M5: allocate pending blocks for the absent hashes, evicting atomically."""
         hashes = read_hashes(block_hashes)
@@ -182,6 +189,7 @@ class ReferenceManager(OffloadingManager):
         )
 
     # -- M6, M7 -----------------------------------------------------------------------
+    @implements("M6", "M7", "I2", "I3", "M9")
     def complete_store(self, block_hashes: Iterable[BlockHash], success: bool = True) -> None:
         """M6 (success): pending → ready, one stored event. M7 (failure): drop pending."""
         if not isinstance(success, bool):
@@ -205,11 +213,13 @@ class ReferenceManager(OffloadingManager):
                     self.backend.free(block)
 
     # -- M8 ---------------------------------------------------------------------------
+    @implements("M8")
     def take_events(self) -> Iterable[OffloadingEvent]:
         """M8: the queued events, oldest first; the queue is left empty."""
         events, self._events = self._events, []
         return events
 
+    @implements("M8", "I5")
     def _queue_event(self, block_hashes: list[BlockHash], removed: bool) -> None:
         self._events.append(
             OffloadingEvent(
@@ -228,6 +238,7 @@ class ReferenceManager(OffloadingManager):
             raise TypeError(f"{type(self.policy).__name__} cannot list its blocks")
         return dict(items())
 
+    @implements("I1", "I2", "I4", "I8")
     def check_invariants(self) -> None:
         """I1–I4 and I8 from the model's own state; raises ``ContractViolation``."""
         present = self.blocks()

@@ -12,12 +12,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from .clauses import implements
 from .interfaces import OffloadingHandler, OffloadingManager
 from .types import LoadStoreSpec
 
 __all__ = ["OffloadingSpec", "positive_int"]
 
 
+@implements("S4")
 def positive_int(key: str, value: object) -> int:
     """``value`` as a positive int, or ``ValueError`` naming ``key`` and ``value`` (S4)."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -35,6 +37,7 @@ class OffloadingSpec(ABC):
     a subclass allocates anything (subclasses call ``super().__init__`` first).
     """
 
+    @implements("S1", "S2", "S4")
     def __init__(
         self,
         hash_block_size: int,
@@ -75,14 +78,17 @@ class OffloadingSpec(ABC):
             self.block_size_factor = offloaded // sizes[0]
 
     @property
+    @implements("S2")
     def offloaded_block_sizes(self) -> tuple[int, ...]:
         """Tokens per offloaded block, per KV cache group (S2)."""
         return tuple(size * self.block_size_factor for size in self.gpu_block_sizes)
 
+    @implements("S3")
     @abstractmethod
     def get_manager(self) -> OffloadingManager:
         """The scheduler-side manager; the same object on every call (S3)."""
 
+    @implements("S3")
     @abstractmethod
     def get_handlers(
         self, kv_caches: Mapping[str, Any], attn_backends: Mapping[str, Any]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 
+from .clauses import implements
 from .errors import ContractViolation
 from .hashes import describe_hash, read_hashes
 from .interfaces import CachePolicy
@@ -26,6 +27,7 @@ __all__ = ["ReferenceS3FIFOPolicy", "s3fifo_sizes"]
 MAX_FREQUENCY = 3
 
 
+@implements("F1")
 def s3fifo_sizes(cache_capacity: int) -> tuple[int, int]:
     """F1: (target size of S, bound of G) for a cache of ``cache_capacity`` blocks.
 
@@ -49,6 +51,7 @@ class _Entry:
 _Eligible = Callable[[BlockHash, _Entry], bool]
 
 
+@implements("F1", "P6")
 class ReferenceS3FIFOPolicy(CachePolicy):
     """F1: queues S and M (present), ghost G (hashes), each ordered oldest → newest."""
 
@@ -63,6 +66,7 @@ class ReferenceS3FIFOPolicy(CachePolicy):
         entry = self.small.get(block_hash)
         return entry if entry is not None else self.main.get(block_hash)
 
+    @implements("P1", "F3")
     def get(self, block_hash: BlockHash) -> BlockStatus | None:
         """P1, F3: S and M only; ghosts are never returned."""
         entry = self._entry(block_hash)
@@ -73,6 +77,7 @@ class ReferenceS3FIFOPolicy(CachePolicy):
         entry = self._entry(block_hash)
         return None if entry is None else entry.freq
 
+    @implements("P2", "F2")
     def insert(self, block_hash: BlockHash, block: BlockStatus) -> None:
         """P2, F2: into M if G remembers the hash (and G forgets it), else into S; counter 0."""
         if self._entry(block_hash) is not None:
@@ -83,11 +88,13 @@ class ReferenceS3FIFOPolicy(CachePolicy):
         else:
             self.small[block_hash] = _Entry(block)
 
+    @implements("P3", "F7")
     def remove(self, block_hash: BlockHash) -> None:
         """P3, F7: delete from S or M; G is untouched."""
         if self.small.pop(block_hash, None) is None and self.main.pop(block_hash, None) is None:
             raise ContractViolation("P3", f"remove of absent hash {describe_hash(block_hash)}")
 
+    @implements("P4", "F4")
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
         """P4, F4: a present, ready hash counts one more use (saturating at 3).
 
@@ -99,6 +106,7 @@ class ReferenceS3FIFOPolicy(CachePolicy):
             if entry is not None and entry.block.is_ready:
                 entry.freq = min(entry.freq + 1, MAX_FREQUENCY)
 
+    @implements("P5", "F5", "F6", "I3", "I7")
     def evict(
         self, n: int, protected: set[BlockHash]
     ) -> list[tuple[BlockHash, BlockStatus]] | None:
@@ -140,6 +148,7 @@ class ReferenceS3FIFOPolicy(CachePolicy):
     def _has_eligible(queue: OrderedDict[BlockHash, _Entry], eligible: _Eligible) -> bool:
         return any(eligible(h, e) for h, e in queue.items())
 
+    @implements("F5")
     def _evict_small(self, eligible: _Eligible) -> tuple[BlockHash, BlockStatus] | None:
         """F5: S's oldest eligible block leaves if unused since it came, else moves to M."""
         while True:
@@ -153,6 +162,7 @@ class ReferenceS3FIFOPolicy(CachePolicy):
             entry.freq = 0  # F5: promoted with a fresh counter
             self.main[block_hash] = entry
 
+    @implements("F5")
     def _evict_main(self, eligible: _Eligible) -> tuple[BlockHash, BlockStatus]:
         """F5: CLOCK over M: a used block loses one count and goes to M's newest end."""
         while True:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
+from .clauses import implements
 from .errors import ContractViolation
 from .hashes import describe_hash, read_hashes
 from .interfaces import CachePolicy
@@ -32,6 +33,7 @@ class _Entry:
         self.visited = False
 
 
+@implements("V1", "P6")
 class ReferenceSIEVEPolicy(CachePolicy):
     """V1: one queue, oldest → newest; ``hand`` is a present hash or ``None`` (the oldest)."""
 
@@ -40,6 +42,7 @@ class ReferenceSIEVEPolicy(CachePolicy):
         self.queue: OrderedDict[BlockHash, _Entry] = OrderedDict()
         self.hand: BlockHash | None = None
 
+    @implements("P1", "V3")
     def get(self, block_hash: BlockHash) -> BlockStatus | None:
         """P1, V3."""
         entry = self.queue.get(block_hash)
@@ -50,6 +53,7 @@ class ReferenceSIEVEPolicy(CachePolicy):
         entry = self.queue.get(block_hash)
         return None if entry is None else entry.visited
 
+    @implements("P2", "V2")
     def insert(self, block_hash: BlockHash, block: BlockStatus) -> None:
         """P2, V2: append at the newest end, bit clear; the hand does not move."""
         if block_hash in self.queue:
@@ -62,6 +66,7 @@ class ReferenceSIEVEPolicy(CachePolicy):
         index = keys.index(block_hash) + 1
         return keys[index] if index < len(keys) else None
 
+    @implements("P3", "V6")
     def remove(self, block_hash: BlockHash) -> None:
         """P3, V6: delete; a hand resting on it moves to the next newer hash."""
         if block_hash not in self.queue:
@@ -70,6 +75,7 @@ class ReferenceSIEVEPolicy(CachePolicy):
             self.hand = self._newer(block_hash)
         del self.queue[block_hash]
 
+    @implements("P4", "V4")
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
         """P4, V4: a present, ready hash gets its bit set; pending ones do not (as A3)."""
         for block_hash in reversed(read_hashes(block_hashes)):
@@ -77,6 +83,7 @@ class ReferenceSIEVEPolicy(CachePolicy):
             if entry is not None and entry.block.is_ready:
                 entry.visited = True
 
+    @implements("P5", "V5", "I3", "I7")
     def evict(
         self, n: int, protected: set[BlockHash]
     ) -> list[tuple[BlockHash, BlockStatus]] | None:
@@ -96,6 +103,7 @@ class ReferenceSIEVEPolicy(CachePolicy):
             return None  # P5, I7: nothing was changed
         return [self._evict_one(protected) for _ in range(n)]
 
+    @implements("V5")
     def _evict_one(self, protected: set[BlockHash]) -> tuple[BlockHash, BlockStatus]:
         """V5: walk from the hand, newest-wards and round, to the first eligible clear bit."""
         keys = list(self.queue)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 
+from .clauses import implements
 from .errors import ContractViolation
 from .hashes import describe_hash, read_hashes
 from .manager import ReferenceManager
@@ -22,6 +23,7 @@ from .types import BlockHash, PrepareStoreOutput
 __all__ = ["ReferenceTier", "ReferenceSharedTier"]
 
 
+@implements("T3")
 class ReferenceTier:
     """One tier of ``num_blocks`` blocks with exact LRU or ARC (T1, T2)."""
 
@@ -31,6 +33,7 @@ class ReferenceTier:
         self.damaged: set[BlockHash] = set()  # copies that no longer verify (not yet read)
         self.quarantined: set[BlockHash] = set()  # T1: failed a read, never served again
 
+    @implements("T1")
     def lookup(self, block_hashes: Iterable[BlockHash]) -> int:
         """M1, and T1: a quarantined block ends the prefix as a pending block does."""
         hashes = read_hashes(block_hashes)
@@ -44,6 +47,7 @@ class ReferenceTier:
         """M4."""
         self.manager.touch(block_hashes)
 
+    @implements("T2")
     def store(
         self, block_hashes: Iterable[BlockHash], payloads: Mapping[BlockHash, bytes], failed: Collection[BlockHash] = ()
     ) -> PrepareStoreOutput | None:
@@ -66,12 +70,14 @@ class ReferenceTier:
             self.damaged.discard(block_hash)
             self.quarantined.discard(block_hash)
 
+    @implements("T1")
     def damage(self, block_hash: BlockHash) -> None:
         """A torn write or flipped bit: the medium's copy of a ready block stops verifying (T1)."""
         if block_hash not in self.payloads:
             raise ContractViolation("T1", f"damage of a block the tier does not hold: {describe_hash(block_hash)}")
         self.damaged.add(block_hash)
 
+    @implements("T1")
     def load(self, block_hashes: Iterable[BlockHash]) -> dict[BlockHash, bytes]:
         """M2, M3 around the reads; T1: only verified copies are served, a failed one is quarantined."""
         hashes = read_hashes(block_hashes)
@@ -89,6 +95,7 @@ class ReferenceTier:
         self.manager.complete_load(hashes)
         return served
 
+    @implements("E2")
     def check_leaks(self) -> None:
         """E2 for a tier: with nothing in flight, free + ready blocks = capacity, and only ready blocks have bytes."""
         blocks = self.manager.blocks()
@@ -98,6 +105,7 @@ class ReferenceTier:
             raise ContractViolation("T2", "the medium holds bytes of a block that is not ready")
 
 
+@implements("T6")
 class ReferenceSharedTier:
     """One shared state, many clients, leases of ``lease_ms`` (T4, T5, T6).
 
@@ -112,6 +120,7 @@ class ReferenceSharedTier:
         self.pins: dict[tuple[str, BlockHash], tuple[int, int]] = {}  # (client, hash) → (count, expiry)
         self.pending: dict[tuple[str, BlockHash], int] = {}  # (client, hash) → expiry
 
+    @implements("T4")
     def expire(self, now: int) -> list[BlockHash]:
         """T4: reclaim every lease that ran out at ``now``; returns the freed pending hashes."""
         for key, (count, expiry) in list(self.pins.items()):
@@ -136,6 +145,7 @@ class ReferenceSharedTier:
                 self.pending[(client, block_hash)] = now + self.lease_ms
         return output
 
+    @implements("T4")
     def complete_store(self, client: str, block_hashes: Iterable[BlockHash], success: bool, now: int) -> list[BlockHash]:
         """M6/M7 for the client's own live pending blocks only (T4: an expired one was reclaimed); returns them."""
         self.expire(now)
@@ -143,6 +153,7 @@ class ReferenceSharedTier:
         self.manager.complete_store(mine, success=success)
         return mine
 
+    @implements("T5")
     def prepare_load(self, client: str, block_hashes: Iterable[BlockHash], now: int) -> None:
         """M2; T5: the pins keep the blocks from every client's evictions until the lease ends."""
         self.expire(now)
@@ -152,6 +163,7 @@ class ReferenceSharedTier:
             held, _ = self.pins.get((client, block_hash), (0, 0))
             self.pins[(client, block_hash)] = (held + count, now + self.lease_ms)
 
+    @implements("T4")
     def complete_load(self, client: str, block_hashes: Iterable[BlockHash], now: int) -> None:
         """M3 for the pins the client still holds (T4: expired pins were already dropped)."""
         self.expire(now)

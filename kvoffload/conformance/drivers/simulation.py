@@ -31,6 +31,7 @@ import attrs
 import click
 
 from ...spec import CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
+from ...spec.clauses import implements
 from ..loading import FactoryLoadError, load_factory
 
 __all__ = ["SimulationConfig", "SimulationReport", "FaultyHandler", "run_simulation", "manager_factory", "simulate"]
@@ -141,6 +142,7 @@ class FaultyHandler:
         return out
 
 
+@implements("E1", "E2")
 def run_simulation(
     manager: OffloadingManager,
     config: SimulationConfig = SimulationConfig(),

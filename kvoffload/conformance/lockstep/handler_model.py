@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import torch
 
+from kvoffload.spec.clauses import implements
 from kvoffload.spec.types import GPULoadStoreSpec, LoadStoreSpec
 
 __all__ = ["BLOCK_DIM", "HandlerViolationError", "Job", "HandlerModel"]
@@ -117,6 +118,7 @@ class HandlerModel:
             view.copy_(make(view))
             self.gpu_expected[name].select(self.block_dim, gpu_block).copy_(view)
 
+    @implements("H2")
     def check_untouched(self, clause: str, why: str) -> None:
         """Every GPU block no in-flight load writes holds what the model expects (H2)."""
         _, writes, _, _ = self.busy()
@@ -131,6 +133,7 @@ class HandlerModel:
 
     # -- submitting --------------------------------------------------------------------
 
+    @implements("H1")
     def submit(self, handler: Any, job: Job, spec: tuple[LoadStoreSpec, LoadStoreSpec], what: str) -> None:
         self.steps.append(f"{job.direction} job {job.job_id}: {what}")
         try:
@@ -141,6 +144,7 @@ class HandlerModel:
             self.fail("H1", f"a valid {job.direction} ({what}) returned {accepted!r}, expected True")
         self.in_flight[job.job_id] = job
 
+    @implements("H3")
     def submit_store(self, gpu_ids: list[int], cpu_ids: list[int]) -> None:
         job = Job(self.new_id(), "store", gpu_reads=set(gpu_ids), cpu_writes=set(cpu_ids))
         spec = (GPULoadStoreSpec(gpu_ids), self.offloaded_spec(cpu_ids))
@@ -150,6 +154,7 @@ class HandlerModel:
         for i, g in enumerate(gpu_ids):
             self.cpu_expected[cpu_ids[i // self.f] * self.f + i % self.f] = self.content(g)
 
+    @implements("H3")
     def submit_load(self, cpu_ids: list[int], gpu_ids: list[int]) -> None:
         job = Job(self.new_id(), "load", gpu_writes=set(gpu_ids), cpu_reads=set(cpu_ids))
         sequence = [c * self.f + j for c in cpu_ids for j in range(self.f)]
@@ -162,6 +167,7 @@ class HandlerModel:
 
     # -- completion --------------------------------------------------------------------
 
+    @implements("E1", "H3")
     def landed(self, job: Job) -> None:
         """A load's bytes must be in place: exact (E1), from the right sub-block (H3)."""
         for g, (content, sub) in job.expect.items():
@@ -180,6 +186,7 @@ class HandlerModel:
             for name, c in zip(self.tensors, content):
                 self.gpu_expected[name].select(self.block_dim, g).copy_(c)
 
+    @implements("H1", "H2")
     def poll(self, handler: Any, direction: str) -> list[int]:
         try:
             results = handler.get_finished()

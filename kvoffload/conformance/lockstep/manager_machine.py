@@ -150,9 +150,12 @@ class ManagerMachine(ConformanceMachine):
         call_source = f"m.{method}({source}{keyword_source})"
         if model_out[1] is not None:
             expected = exception_kind(model_out[1]).__name__
+            # the clause first, as in every other failing line of a reproduction
+            clause = getattr(model_out[1], "clause", "M9")
+            detail = str(model_out[1]).removeprefix(f"{clause}: ")
             self.log.add(
                 f"try:\n    {call_source}\nexcept {expected}:\n    pass  # expected\n"
-                f"else:\n    raise AssertionError('expected {expected}: {model_out[1]}')"
+                f"else:\n    raise AssertionError({f'{clause}: expected {expected} ({detail})'!r})"
             )
         else:
             self.log.add(f"{var} = {call_source}")

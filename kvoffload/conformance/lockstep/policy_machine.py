@@ -387,12 +387,14 @@ class PolicyMachine(ConformanceMachine):
             expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
             got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
             if got_view != expected_view:
-                rendered = "None" if expected_view is None else "[" + ", ".join(f"({self.log.name(h)}, {i})" for h, i in expected_view) + "]"
+                rendered, got_rendered = (
+                    "None" if pairs is None else "[" + ", ".join(f"({self.log.name(h)}, {i})" for h, i in pairs) + "]"
+                    for pairs in (expected_view, got_view))
                 ineligible = value is not None and any(
                     self.blocks.get(h, (None,))[0] is None or self.blocks[h][0].ref_cnt != 0 or h in protected
                     for h, _ in value)
                 clauses = victim_blame(self.policy_mode, refused=value is None, ineligible=ineligible)
-                self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy_mode.upper()} evicts {rendered}",
+                self.fail(clauses, f"evict({n}, ...) returned {got_rendered}; {self.policy_mode.upper()} evicts {rendered}",
                           f"{view} == {rendered}")
             # The order clause (and ARC's ghost trimming, A5) was checked by this comparison.
             self.exercised(CLAUSES[self.policy_mode]["evict"], *(("A5",) if self.policy_mode == "arc" else ()))
@@ -405,8 +407,11 @@ class PolicyMachine(ConformanceMachine):
                 victims = []
             else:
                 pairs = list(value)
+                if len(pairs) != n and len(eligible) < n:  # the check holds on a fixed policy too
+                    self.fail("P5", f"evict({n}, ...) returned {len(pairs)} victims, but only {len(eligible)} "
+                              "blocks are eligible: P5 wants None and no change", f"{var} is None")
                 if len(pairs) != n:
-                    self.fail("P5", f"evict({n}, ...) returned {len(pairs)} victims", f"len({var}) == {n}")
+                    self.fail("P5", f"evict({n}, ...) returned {len(pairs)} victims", f"{var} is not None and len({var}) == {n}")
                 victims = []
                 for index, (h, block) in enumerate(pairs):
                     entry = self.blocks.get(h)
@@ -414,13 +419,13 @@ class PolicyMachine(ConformanceMachine):
                         self.fail("P5", f"evict returned {h!r}, which is not present (or twice)")
                     if entry[0].ref_cnt != 0:
                         self.fail(("P5", "I3"), f"evict returned {self.log.name(h)} with ref_cnt {entry[0].ref_cnt} (not ready and idle)",
-                                  f"{var}[{index}][0] != {self.log.name(h)}")
+                                  f"{var} is None or {var}[{index}][0] != {self.log.name(h)}")
                     if h in protected:
                         self.fail("P5", f"evict returned the protected hash {self.log.name(h)}",
-                                  f"{var}[{index}][0] not in {protected_source}")
+                                  f"{var} is None or {var}[{index}][0] not in {protected_source}")
                     if block is not entry[0]:
                         self.fail(("P5", "P1"), f"evict returned {self.log.name(h)} with a block other than the one inserted",
-                                  f"{var}[{index}][1] is {entry[1]}")
+                                  f"{var} is None or {var}[{index}][1] is {entry[1]}")
                     victims.append(h)
                 self.model.next_victims = list(victims)
                 self.model.evict(n, set(protected))

@@ -21,6 +21,7 @@ from typing import Protocol
 import attrs
 import torch
 
+from ...spec.clauses import implements
 from .indices import IntArray
 
 __all__ = ["Issue", "Completion", "CopyEngine", "SyncEngine", "CudaEngine", "make_engine"]
@@ -87,6 +88,7 @@ class SyncEngine:
         return Completion(success=True)
 
 
+@implements("H4")
 class CudaEngine:
     """Copies on a dedicated CUDA stream, ordered after the current stream (H4)."""
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from kvoffload.spec.clauses import implements
 from kvoffload.spec.errors import ContractViolation
 
 __all__ = ["sub_blocks", "store_pairs", "load_pairs", "group_rows", "runs", "pair_runs"]
@@ -27,6 +28,7 @@ def sub_blocks(offloaded_ids: IntArray, factor: int) -> IntArray:
     return (ids[:, None] * factor + np.arange(factor, dtype=np.int64)).reshape(-1)
 
 
+@implements("H3")
 def store_pairs(gpu_ids: IntArray, offloaded_ids: IntArray, factor: int) -> tuple[IntArray, IntArray]:
     """``(gpu block ids, host sub-block ids)`` of a store, row for row (H3).
 
@@ -42,6 +44,7 @@ def store_pairs(gpu_ids: IntArray, offloaded_ids: IntArray, factor: int) -> tupl
     return np.asarray(gpu_ids, dtype=np.int64), sub_blocks(offloaded_ids, factor)
 
 
+@implements("H3")
 def load_pairs(offloaded_ids: IntArray, gpu_ids: IntArray, factor: int) -> tuple[IntArray, IntArray]:
     """``(host sub-block ids, gpu block ids)`` of a load, row for row (H3).
 
@@ -58,6 +61,7 @@ def load_pairs(offloaded_ids: IntArray, gpu_ids: IntArray, factor: int) -> tuple
     return sub_blocks(offloaded_ids, factor)[total - m :], np.asarray(gpu_ids, dtype=np.int64)
 
 
+@implements("N8")
 def group_rows(
     gpu_ids: IntArray,
     offloaded_ids: IntArray,

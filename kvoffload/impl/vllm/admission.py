@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
+from ...spec.clauses import implements
+
 __all__ = ["StoreAdmission"]
 
 
+@implements("N2")
 class StoreAdmission:
     """The offer tracker of N2. ``skipped`` counts candidates refused since it was last read."""
 

@@ -31,6 +31,7 @@ from vllm.v1.kv_offload.base import (
 from vllm.v1.kv_offload.cpu.common import CPULoadStoreSpec
 from vllm.v1.metrics.cache_hit_source import CacheHitSource
 
+from ...spec.clauses import implements
 from ...spec.types import BlockHash
 from ..keyindex import KeyIndexedManager
 from ..manager import CPUOffloadingManager
@@ -116,6 +117,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             seen.update(dict.fromkeys(keys))
 
     # -- lookups ------------------------------------------------------------------------
+    @implements("K1")
     def lookup(self, key: bytes, req_context: Any) -> Any:
         """M1 per key (K1): ``HIT`` ready, ``HIT_PENDING`` pending, ``MISS`` absent."""
         if key in self._ready:
@@ -152,6 +154,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self.counters["complete_load_blocks"] += len(hashes)
 
     # -- stores -------------------------------------------------------------------------
+    @implements("N2", "N7")
     def prepare_store(self, keys: Collection[bytes], req_context: Any) -> Any:
         hashes = _keys(keys)
         if self.admission.enabled:  # N2: new keys below the threshold are not offered
@@ -186,6 +189,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             evicted_keys=evicted,
         )
 
+    @implements("N4")
     def complete_store(self, keys: Collection[bytes], req_context: Any, success: bool = True) -> None:
         hashes = _keys(keys)
         failed = [] if success or not features.METADATA_ONLY_EVENTS else [h for h in hashes if h in self._pending]
@@ -249,6 +253,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self._drain_core_events()  # keep the order of what happened
         self._events.append(OffloadingEvent(keys=keys, medium=Medium.CPU, removed=True, metadata_only=True))
 
+    @implements("N4")
     def take_events(self) -> Iterable[Any]:
         """M8 in vLLM's shape; a failed store's release (N4) lists only the keys that no
         later store has made present again."""
@@ -263,10 +268,12 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             yield event
 
     @property
+    @implements("N5")
     def lock(self) -> threading.Lock:
         """N5: held by vLLM 0.33's caller around every call but ``shutdown``; not reentrant."""
         return self._lock
 
+    @implements("N1")
     def reset_cache(self) -> None:
         """Every block dropped; events already queued are kept, as vLLM's own manager
         keeps them. 0.33 (N1): blocks a copy may still touch stay fenced until
@@ -282,10 +289,12 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         if self._log:
             log_event(side="scheduler", op="reset_cache")
 
+    @implements("N1")
     def on_reset_flushed(self) -> None:
         """N1: the workers reported every job in flight at the last reset: free its blocks."""
         self.counters["released_fenced_blocks"] += self.fence.release(self.cache.core)
 
+    @implements("N3")
     def get_stats(self) -> Any:
         """N3: the metric families of vLLM's CPU manager plus ours (``stats.py``)."""
         self.counters["lookup_hit"] = self.lookup_hits
@@ -293,10 +302,12 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         skipped = self.admission.take_skipped() if self.admission.enabled else None
         return self.stats.collect(self.cache.core, self.counters, skipped)
 
+    @implements("N3")
     def config_info(self) -> Sequence[Mapping[str, str | int | float | bool]]:
         """N3 (0.33): the info gauge's labels, one series."""
         return [dict(self._info)]
 
+    @implements("N7")
     def has_pending_work(self) -> bool:
         return False
 

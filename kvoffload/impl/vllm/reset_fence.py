@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from ...spec.clauses import implements
 from ...spec.types import BlockHash
 from ..manager import CPUOffloadingManager
 
@@ -31,6 +32,7 @@ def in_flight_ids(core: CPUOffloadingManager) -> list[int]:
     return sorted(status.block_id for status in core.blocks().values() if status.ref_cnt != 0)
 
 
+@implements("N1")
 class ResetFence:
     """Core-id → physical-id renaming plus the placeholders that hold fenced blocks."""
 

@@ -23,6 +23,7 @@ from vllm.v1.kv_offload.base import (
     OffloadingMetricMetadata,
 )
 
+from ...spec.clauses import implements
 from ..manager import CPUOffloadingManager
 
 __all__ = [
@@ -71,6 +72,7 @@ INFO_KEYS = (
 )
 
 
+@implements("N3")
 def metric_definitions(extra_config: Mapping[str, Any]) -> dict[str, OffloadingMetricMetadata]:
     """N3: every metric ``ManagerStats.collect`` may report, for vLLM's Prometheus frontend."""
     definitions: dict[str, OffloadingMetricMetadata] = {
@@ -107,6 +109,7 @@ def _threshold(extra_config: Mapping[str, Any]) -> int:
 MAX_ALLOCATION_SAMPLES = 4096
 
 
+@implements("N3")
 class ManagerStats:
     """The counters' values at the last ``collect`` and the allocation sizes since."""
 
@@ -144,6 +147,7 @@ class ManagerStats:
         return stats
 
 
+@implements("N3")
 def config_info(
     *,
     num_blocks: int,

@@ -30,6 +30,7 @@ import torch
 
 from vllm.v1.kv_offload.base import OffloadingWorker, TransferResult
 
+from ...spec.clauses import implements
 from ...spec.types import CPULoadStoreSpec, GPULoadStoreSpec
 from ..copy import CpuGpuHandler, Direction, KVBuffers
 from ..copy.indices import IntArray, group_rows
@@ -55,6 +56,7 @@ def group_planes(kv_caches: Any) -> list[list[int]]:
     return planes
 
 
+@implements("N8")
 def _distinct_across_groups(destinations: list[IntArray], direction: str) -> None:
     """H1: two groups never write one destination block (each handler checks its own
     group; groups may share tensors, so a block written twice would depend on order)."""
@@ -111,6 +113,7 @@ class KVOffloadingWorker(OffloadingWorker):  # type: ignore[misc]
         self._corrupt = corrupt_loads()
 
     # -- submission ----------------------------------------------------------------------
+    @implements("N8")
     def _rows(self, gpu_spec: Any, offloaded_ids: IntArray) -> list[tuple[IntArray, IntArray]]:
         gpu_ids = np.asarray(gpu_spec.block_ids, dtype=np.int64)
         sizes: Sequence[int] | None = getattr(gpu_spec, "group_sizes", None)
@@ -157,6 +160,7 @@ class KVOffloadingWorker(OffloadingWorker):  # type: ignore[misc]
     def submit_store(self, job_id: int, src_spec: Any, dst_spec: Any) -> bool:
         return self._submit("store", job_id, src_spec, dst_spec)
 
+    @implements("N6")
     def submit_load(self, job_id: int, src_spec: Any, dst_spec: Any, expedited: bool = False) -> bool:
         """CPU → device copy (H1, H3). ``expedited`` (vLLM 0.33, N6): the connector waits on
         this job within the step (``wait``). Handled like any load: on CPU the copy runs at

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from ....spec import ContractViolation
+from ....spec.clauses import implements
 from ....spec.types import OffloadingEvent, PrepareStoreOutput
 from .detect import require_vllm
 
@@ -31,6 +32,7 @@ DOCUMENTED_ERRORS: tuple[type[Exception], ...] = (AssertionError, KeyError, Valu
 T = TypeVar("T")
 
 
+@implements("K3")
 def _documented(method: str, call: Callable[[], T]) -> T:
     """Run ``call``; a documented vLLM error becomes ``ContractViolation`` (K3)."""
     try:
@@ -39,6 +41,7 @@ def _documented(method: str, call: Callable[[], T]) -> T:
         raise ContractViolation("K3", f"{method} raised {type(error).__name__}: {error}") from error
 
 
+@implements("K2")
 class VllmManagerView:
     """A vLLM 0.32/0.33 ``OffloadingManager`` driven through the contract's batch calls (K2)."""
 
@@ -149,6 +152,7 @@ class VllmManagerView:
                 continue
             yield OffloadingEvent(block_hashes=keys, block_size=0, medium=str(medium), removed=bool(event.removed))
 
+    @implements("K4")
     def _check_metadata_only(self, keys: list[bytes], failed: set[bytes], removed: bool) -> None:
         """K4: a metadata-only event is a removal listing failed stores only, each once."""
         self.metadata_only_events.append(keys)
@@ -161,6 +165,7 @@ class VllmManagerView:
         if len(set(keys)) != len(keys):
             self.metadata_only_errors.append(f"a metadata-only event lists a key twice: {keys!r}")
 
+    @implements("K7")
     def reset_cache(self) -> None:
         """K7: vLLM's ``reset_cache``; the caller never completes a pre-reset job (fence)."""
         self.manager.reset_cache()
@@ -177,6 +182,7 @@ def _takes_context(method: Any, without: int) -> bool:
     return len(parameters) > without
 
 
+@implements("K8")
 class VllmPolicyView:
     """A vLLM ``CachePolicy`` driven through the contract's policy calls (K8).
 
