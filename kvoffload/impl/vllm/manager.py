@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from itertools import filterfalse, islice
+from itertools import chain, filterfalse, islice
 from operator import itemgetter, lt
 from typing import Any, cast
 
@@ -93,9 +93,10 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self._events: list[Any] = []  # ours (N4) and the core's, in order
         # The JSON-lines test seam is read once: a disabled log costs nothing per call.
         self._log = log_enabled()
-        # req_id -> the keys the request loaded or offered for storing, in call order
-        # (a dict as an ordered set); turned into one touch when the request finishes.
-        self._seen: dict[str, dict[bytes, None]] = {}
+        # req_id -> the lists of keys the request loaded or offered for storing, in call
+        # order; made one ordered set and one touch when the request finishes (a copy per
+        # call here costs less than merging into a set per call).
+        self._seen: dict[str, list[list[bytes]]] = {}
 
     @property
     def core(self) -> CPUOffloadingManager:
@@ -112,8 +113,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         if req_id is not None:
             seen = self._seen.get(req_id)
             if seen is None:
-                seen = self._seen[req_id] = {}
-            seen.update(dict.fromkeys(keys))
+                seen = self._seen[req_id] = []
+            seen.append(list(keys))  # a copy: the caller may reuse its list
 
     # -- lookups ------------------------------------------------------------------------
     def lookup(self, key: bytes, req_context: Any) -> Any:
@@ -207,8 +208,11 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         seen = self._seen.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
         if not seen:
             return
-        self.cache.touch(_keys(self._finish_order(list(seen), req_context)))
-        self.counters["touch_blocks"] += len(seen)
+        keys = list(dict.fromkeys(seen[0] if len(seen) == 1 else chain.from_iterable(seen)))
+        if not keys:
+            return
+        self.cache.touch(_keys(self._finish_order(keys, req_context)))
+        self.counters["touch_blocks"] += len(keys)
 
     @staticmethod
     def _finish_order(keys: list[bytes], req_context: Any) -> list[bytes]:
