@@ -208,18 +208,17 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         seen = self._seen.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
         if not seen:
             return
-        keys = list(dict.fromkeys(seen[0] if len(seen) == 1 else chain.from_iterable(seen)))
+        keys = self._finish_order(seen[0] if len(seen) == 1 else list(chain.from_iterable(seen)), req_context)
         if not keys:
             return
-        self.cache.touch(_keys(self._finish_order(keys, req_context)))
+        self.cache.touch(keys)
         self.counters["touch_blocks"] += len(keys)
 
     @staticmethod
     def _finish_order(keys: list[bytes], req_context: Any) -> list[bytes]:
-        """vLLM's order (``order_request_keys``): keys by group, first seen first, then
-        by end-token position when every key has one (stable: groups break ties)."""
-        if len(keys) < 2:
-            return keys
+        """The request's keys once each, first seen first, in vLLM's order
+        (``order_request_keys``): by group, then by end-token position when every key
+        has one (stable: groups break ties)."""
         # vLLM 0.32's ReqContext keeps the positions in this dict; reading it directly
         # keeps the work at C speed (a method call per key costs more than the sort).
         positions = getattr(req_context, "_offload_key_positions", None)
@@ -230,11 +229,15 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         try:
             order = list(map(positions.__getitem__, keys))
         except KeyError:  # a key without a position: groups, first seen first
+            keys = list(dict.fromkeys(keys))
             keys.sort(key=_group)
             return keys
         if all(map(lt, order, islice(order, 1, None))):
-            return keys  # already in position order (the usual case): no sort
-        if len(set(order)) < len(keys):
+            # Strictly increasing positions (the usual case): the keys are distinct (a
+            # key has one position) and in order already: no dedup, no sort.
+            return keys
+        keys = list(dict.fromkeys(keys))
+        if len(set(map(positions.__getitem__, keys))) < len(keys):
             keys.sort(key=_group)  # equal positions (one per group): groups break ties
         keys.sort(key=positions.__getitem__)
         return keys
