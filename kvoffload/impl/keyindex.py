@@ -33,26 +33,13 @@ from .manager import CPUOffloadingManager
 
 __all__ = ["KeyIndexedManager"]
 
-_NOT_A_BATCH = (bytes, bytearray, memoryview, str)
-
-
-def _read_once(block_hashes: Iterable[BlockHash]) -> Iterable[BlockHash]:
-    """M0: a list to read twice (core, then index). Anything the core must refuse with
-    the contract's own error (a ``bytes``-like or non-iterable argument) goes on as is."""
-    if type(block_hashes) is list or isinstance(block_hashes, _NOT_A_BATCH):
-        return block_hashes
-    try:
-        return list(block_hashes)
-    except TypeError:
-        return block_hashes
-
 
 class KeyIndexedManager:
     """A ``CPUOffloadingManager`` built by ``factory`` and its per-key sets (M1, M5–M7).
 
     ``ready`` and ``pending`` are the same two set objects for the object's whole life
     (``reset`` empties them in place), so a caller may keep references to them for the
-    fastest lookups. Hash arguments are read once into a list (M0) before the core sees them.
+    fastest lookups. The core reads each hash argument once (M0) and hands back what it read.
     """
 
     def __init__(self, factory: Callable[[], CPUOffloadingManager]) -> None:
@@ -100,13 +87,14 @@ class KeyIndexedManager:
 
     def complete_store(self, block_hashes: Iterable[BlockHash], success: bool = True) -> None:
         """M6: listed pending hashes become ready; M7: they leave. Others are ignored."""
-        hashes = _read_once(block_hashes)
-        self.core.complete_store(hashes, success)  # raises (M9) before anything changes
-        pending = self.pending
-        if not pending:
+        # The core reads the argument once (M0) and raises (M9) before anything changes.
+        hashes, count = self.core.complete_store_counted(block_hashes, success)
+        if not count:  # none of them was pending: the sets, like the core, are unchanged
             return
-        done = hashes if pending.issuperset(hashes) else pending.intersection(hashes)
-        pending.difference_update(done)
+        # ``count`` distinct pending blocks changed; if that is every listed hash, the
+        # list is exactly the keys to move (no pass to check it against ``pending``).
+        done = hashes if count == len(hashes) else self.pending.intersection(hashes)
+        self.pending.difference_update(done)
         if success:
             self.ready.update(done)
 

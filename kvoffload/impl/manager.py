@@ -319,6 +319,14 @@ class CPUOffloadingManager(OffloadingManager):
     # -- M6, M7 -----------------------------------------------------------------------
     def complete_store(self, block_hashes: Iterable[BlockHash], success: bool = True) -> None:
         """M6: pending → ready (one stored event). M7: drop pending blocks, no event."""
+        self.complete_store_counted(block_hashes, success)
+
+    def complete_store_counted(
+        self, block_hashes: Iterable[BlockHash], success: bool = True
+    ) -> tuple[list[BlockHash], int]:
+        """``complete_store`` (M6, M7) that also says what it read and how many distinct
+        pending blocks it completed or dropped: ``(hashes, count)``. A count equal to
+        ``len(hashes)`` means every listed hash was pending, each listed once."""
         if not isinstance(success, bool):
             raise TypeError(f"M9: success must be a bool, got {type(success).__name__}")
         if success:
@@ -326,7 +334,8 @@ class CPUOffloadingManager(OffloadingManager):
             if self.enable_events and count:
                 self._queue_event(_pick(hashes, self._out(L.IO_OUT_A), count), removed=False)
         else:
-            self._run("store_fail", block_hashes)
+            hashes, count = self._run("store_fail", block_hashes)
+        return hashes, count
 
     # -- M8 ---------------------------------------------------------------------------
     def take_events(self) -> Iterable[OffloadingEvent]:

@@ -165,8 +165,8 @@ def test_make_manager_builds_an_offloading_manager_without_a_config() -> None:
 
 def test_finish_order_is_vllms_order_request_keys() -> None:
     """Recency order at ``on_request_finished``: the same as vLLM 0.32's policies use,
-    for several KV-cache groups, equal positions across groups, keys seen out of order
-    and keys without a position."""
+    for several KV-cache groups, equal positions across groups, keys seen out of order,
+    keys seen twice and keys without a position."""
     import random
 
     from vllm.v1.kv_offload.base import ReqContext, get_offload_group_idx
@@ -188,3 +188,6 @@ def test_finish_order_is_vllms_order_request_keys() -> None:
             grouped.setdefault(get_offload_group_idx(k), []).append(k)
         want = order_request_keys([tuple(grouped[g]) for g in sorted(grouped)], ctx)
         assert KVOffloadingManager._finish_order(list(keys), ctx) == want, case
+        # A key recorded twice (loaded, then offered again) counts once, where first seen.
+        again = keys + rng.sample(keys, rng.randint(1, len(keys)))
+        assert KVOffloadingManager._finish_order(again, ctx) == want, case

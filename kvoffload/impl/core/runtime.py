@@ -31,7 +31,8 @@ HEAD_START_S = 0.25  # seconds the background thread waits before it starts
 NAMES = ("lookup", "prepare_store", "store_ok", "touch", "prepare_load", "complete_load", "store_fail")
 
 _lock = threading.Lock()
-#: Entry points compiled so far, by name (callers look here first: one dict lookup).
+#: Entry points compiled so far, by name (callers look here first: one dict lookup): each
+#: the compiled overload of ``_signature(name)`` itself, called without type dispatch.
 READY: dict[str, Callable[..., Any]] = {}
 _ready = READY
 _twins: dict[str, Callable[..., Any]] = {}
@@ -76,10 +77,12 @@ def _signature(name: str) -> tuple[Any, ...]:
 
 
 def _build(name: str) -> None:
-    dispatcher = _compiled(name)
-    dispatcher.compile(_signature(name))
+    # ``compile`` returns the overload's own entry point: calling it skips the dispatcher's
+    # per-call type resolution (8 arrays: ~40% of a call's fixed cost). Safe because the
+    # manager passes exactly ``_signature``'s types (its own C-contiguous arrays, ints).
+    entry_point = _compiled(name).compile(_signature(name))
     with _lock:
-        _ready[name] = dispatcher
+        _ready[name] = entry_point
 
 
 def _build_all() -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from itertools import filterfalse, islice
+from itertools import chain, filterfalse, islice
 from operator import itemgetter, lt
 from typing import Any, cast
 
@@ -94,9 +94,10 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self._events: list[Any] = []  # ours (N4) and the core's, in order
         # The JSON-lines test seam is read once: a disabled log costs nothing per call.
         self._log = log_enabled()
-        # req_id -> the keys the request loaded or offered for storing, in call order
-        # (a dict as an ordered set); turned into one touch when the request finishes.
-        self._seen: dict[str, dict[bytes, None]] = {}
+        # req_id -> the lists of keys the request loaded or offered for storing, in call
+        # order; made one ordered set and one touch when the request finishes (a copy per
+        # call here costs less than merging into a set per call).
+        self._seen: dict[str, list[list[bytes]]] = {}
 
     @property
     def core(self) -> CPUOffloadingManager:
@@ -113,8 +114,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         if req_id is not None:
             seen = self._seen.get(req_id)
             if seen is None:
-                seen = self._seen[req_id] = {}
-            seen.update(dict.fromkeys(keys))
+                seen = self._seen[req_id] = []
+            seen.append(list(keys))  # a copy: the caller may reuse its list
 
     # -- lookups ------------------------------------------------------------------------
     @implements("K1")
@@ -211,15 +212,17 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         seen = self._seen.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
         if not seen:
             return
-        self.cache.touch(_keys(self._finish_order(list(seen), req_context)))
-        self.counters["touch_blocks"] += len(seen)
+        keys = self._finish_order(seen[0] if len(seen) == 1 else list(chain.from_iterable(seen)), req_context)
+        if not keys:
+            return
+        self.cache.touch(keys)
+        self.counters["touch_blocks"] += len(keys)
 
     @staticmethod
     def _finish_order(keys: list[bytes], req_context: Any) -> list[bytes]:
-        """vLLM's order (``order_request_keys``): keys by group, first seen first, then
-        by end-token position when every key has one (stable: groups break ties)."""
-        if len(keys) < 2:
-            return keys
+        """The request's keys once each, first seen first, in vLLM's order
+        (``order_request_keys``): by group, then by end-token position when every key
+        has one (stable: groups break ties)."""
         # vLLM 0.32's ReqContext keeps the positions in this dict; reading it directly
         # keeps the work at C speed (a method call per key costs more than the sort).
         positions = getattr(req_context, "_offload_key_positions", None)
@@ -230,11 +233,15 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         try:
             order = list(map(positions.__getitem__, keys))
         except KeyError:  # a key without a position: groups, first seen first
+            keys = list(dict.fromkeys(keys))
             keys.sort(key=_group)
             return keys
         if all(map(lt, order, islice(order, 1, None))):
-            return keys  # already in position order (the usual case): no sort
-        if len(set(order)) < len(keys):
+            # Strictly increasing positions (the usual case): the keys are distinct (a
+            # key has one position) and in order already: no dedup, no sort.
+            return keys
+        keys = list(dict.fromkeys(keys))
+        if len(set(map(positions.__getitem__, keys))) < len(keys):
             keys.sort(key=_group)  # equal positions (one per group): groups break ties
         keys.sort(key=positions.__getitem__)
         return keys
