@@ -86,7 +86,7 @@ refused job                                             logged, ``False`` (H1); 
 =====================================================  =====================================================
 
 Extra-config keys: ``cpu_bytes_to_use`` (or our ``num_blocks``), ``eviction_policy``
-(``lru``/``arc``), ``block_size``/``blocks_per_chunk`` (vLLM turns them into
+(``lru``/``arc``/``s3fifo``/``sieve``), ``block_size``/``blocks_per_chunk`` (vLLM turns them into
 ``blocks_per_chunk``; we pass ``block_size`` on as S2's offloaded block size),
 ``store_threshold``/``max_tracker_size`` (N2). ``cache_policy_module_path`` (a user's
 vLLM ``CachePolicy``) is refused with a ``ValueError`` rather than ignored. The README's
