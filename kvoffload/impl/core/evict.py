@@ -42,6 +42,7 @@ from .layout import (
     N1,
     NFREE,
     NGFREE,
+    NODES,
     PARKED,
     POLICY,
     POLICY_ARC,
@@ -180,7 +181,7 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
 @kernel()
 def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, lo, hi, vtags, nxt):  # type: ignore[no-untyped-def]
     """Rehash victims ``lo … hi-1`` into ``vtags``, prefetching their home slots and, for
-    ARC, the ghosts their trims may drop (``nxt``: the next such ghost of B1 / B2)."""
+    ARC and S3-FIFO, the ghosts their trims may drop (``nxt``: the next such ghost of B1 / B2)."""
     shift = np.uint64(meta[SHIFT])
     tm = np.uint64(table.shape[0] - 1)
     mask = np.uint64(meta[FPMASK])
@@ -188,7 +189,7 @@ def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_li
         t = node_tag(keys, out_vic[j], mask)
         vtags[j - lo] = t
         prefetch(table, home(t, shift, tm))
-    if meta[POLICY] != POLICY_ARC:
+    if meta[NODES] == meta[CAP]:  # no ghosts (LRU, SIEVE)
         return
     cap = meta[CAP]
     for j in range(lo, hi):

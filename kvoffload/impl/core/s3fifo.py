@@ -19,8 +19,8 @@ import numpy as np
 from .evict import candidate
 from .heap import heap_push, heap_remove
 from .jit import kernel
-from .layout import CLOCK, ELIG, IN_LIST, LIST_T1, LIST_T2, N1, SMALL, T1, T2
-from .lists import l_append, l_prepend, l_unlink
+from .layout import CLOCK, ELIG, HS0, IN_LIST, LIST_HEAD, LIST_T1, LIST_T2, N1, SMALL, T1, T2
+from .lists import l_append, l_prepend, l_unlink, lslot
 from .marks import marks_of
 from .state import unpack
 
@@ -68,9 +68,13 @@ def s3fifo_choose(a64, a32, a8, nprot, n, out_vic, from_list):  # type: ignore[n
             e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl)
             small_first = e < 0
         while small_first:  # F5: S's oldest eligible block leaves, or moves to M if used again
-            e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl)
-            if e < 0:
-                break
+            e = meta[lslot(LIST_T1, LIST_HEAD)]
+            # The steady state, without a call: S's head is idle, unprotected, and no heap
+            # competes (as in ``evict.choose_victims``).
+            if e < 0 or ref[e] != 0 or prot[e] != 0 or meta[HS0 + LIST_T1] != 0:
+                e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl)
+                if e < 0:
+                    break
             _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T1, e)
             if marks[e] == 0:
                 victim = e
