@@ -16,6 +16,8 @@ run() {
 }
 run manager --policy lru
 run manager --policy arc
+run manager --policy s3fifo
+run manager --policy sieve
 run backend
 run policy
 echo "fuzz lane: nothing found"

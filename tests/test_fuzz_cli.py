@@ -25,8 +25,10 @@ class LookupCountsPending(ReferenceManager):
 
 def test_plans() -> None:
     rounds = plan_rounds("manager", "impl", None, False)
-    assert [(r.policy, r.strict) for r in rounds] == [("lru", False), ("arc", False), ("lru", True), ("arc", True)]
+    policies = ["lru", "arc", "s3fifo", "sieve"]
+    assert [(r.policy, r.strict) for r in rounds] == [(p, False) for p in policies] + [(p, True) for p in policies]
     assert [r.policy for r in plan_rounds("policy", "reference", "arc", True)] == ["arc"]
+    assert [r.source for r in plan_rounds("manager", "impl", "sieve", True)] == ["kvoffload.impl.factories:sieve_manager"]
     assert [r.policy for r in plan_rounds("backend", "impl", None, False)] == ["any"]
 
 

@@ -53,7 +53,7 @@ def _call(build: Any, manager: CPUOffloadingManager, hashes: list[bytes]) -> int
     return int(build(*manager._state, id(hashes), len(hashes), manager._q, manager._io))
 
 
-@pytest.mark.parametrize("policy", ["lru", "arc"])
+@pytest.mark.parametrize("policy", ["lru", "arc", "s3fifo", "sieve"])
 def test_twin_and_compiled_builds_answer_and_change_state_identically(policy: str) -> None:
     """The same random calls (stores under pressure, failures, loads, touches of blocks
     and ghosts) through the twin on one manager and the compiled code on another: every

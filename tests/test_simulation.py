@@ -18,7 +18,7 @@ CONFIG = SimulationConfig(requests=150, seed=3)
 
 
 @pytest.mark.parametrize("target", ["impl", "reference"])
-@pytest.mark.parametrize("policy", ["lru", "arc"])
+@pytest.mark.parametrize("policy", ["lru", "arc", "s3fifo", "sieve"])
 def test_E1_E2_simulation_with_faults(target: str, policy: str) -> None:
     report = run_simulation(manager_factory(target, policy)(CONFIG.capacity), CONFIG)
     assert report.corrupt == 0 and report.leaked == 0, report.format()

@@ -2,7 +2,7 @@
 
 The extra-config keys are vLLM's: ``num_blocks`` *or* ``cpu_bytes_to_use`` (host memory
 for offloaded blocks; needs the bytes of one GPU block across all layers, which vLLM
-knows from its KV cache config), ``eviction_policy`` (``"lru"`` or ``"arc"``),
+knows from its KV cache config), ``eviction_policy`` (``"lru"``, ``"arc"``, ``"s3fifo"`` or ``"sieve"``),
 ``block_size`` (offloaded tokens per block, S2) and ``kv_layout`` (how the KV tensors
 handed to ``get_handlers`` are laid out; see ``kvoffload.impl.copy.KVLayout``). Every
 value is validated in the constructor (S4); the manager and the host buffers are only

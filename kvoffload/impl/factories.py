@@ -16,6 +16,10 @@ __all__ = [
     "arc_manager",
     "colliding_lru_manager",
     "colliding_arc_manager",
+    "s3fifo_manager",
+    "sieve_manager",
+    "colliding_s3fifo_manager",
+    "colliding_sieve_manager",
     "backend",
     "lru_policy",
     "arc_policy",
@@ -43,6 +47,28 @@ def colliding_arc_manager(num_blocks: int, enable_events: bool = False) -> CPUOf
     """Every fingerprint equal, ARC (I8)."""
     return CPUOffloadingManager(
         num_blocks=num_blocks, policy="arc", enable_events=enable_events, fingerprint="constant"
+    )
+
+
+def s3fifo_manager(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+    return CPUOffloadingManager(num_blocks=num_blocks, policy="s3fifo", enable_events=enable_events)
+
+
+def sieve_manager(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+    return CPUOffloadingManager(num_blocks=num_blocks, policy="sieve", enable_events=enable_events)
+
+
+def colliding_s3fifo_manager(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+    """Every fingerprint equal, S3-FIFO (I8; G's ghosts share the table)."""
+    return CPUOffloadingManager(
+        num_blocks=num_blocks, policy="s3fifo", enable_events=enable_events, fingerprint="constant"
+    )
+
+
+def colliding_sieve_manager(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+    """Every fingerprint equal, SIEVE (I8)."""
+    return CPUOffloadingManager(
+        num_blocks=num_blocks, policy="sieve", enable_events=enable_events, fingerprint="constant"
     )
 
 

@@ -22,6 +22,8 @@ from ..spec.errors import ContractViolation
 from ..spec.hashes import describe_hash, read_hashes
 from ..spec.interfaces import OffloadingManager
 from ..spec.offloading_spec import positive_int
+from ..spec.s3fifo import MAX_FREQUENCY as S3FIFO_MAX_FREQUENCY
+from ..spec.s3fifo import s3fifo_sizes
 from ..spec.types import (
     BlockHash,
     BlockStatus,
@@ -83,7 +85,7 @@ def _pick(hashes: list[BlockHash], idx: I64, count: int) -> list[BlockHash]:
 
 
 class CPUOffloadingManager(OffloadingManager):
-    """An ``OffloadingManager`` for ``num_blocks`` CPU blocks, LRU or ARC (exact).
+    """An ``OffloadingManager`` for ``num_blocks`` CPU blocks, LRU, ARC, S3-FIFO or SIEVE (exact).
 
     ``fingerprint`` is a test seam (``"default"``, ``"constant"``, ``"low_bits:K"``,
     see :mod:`kvoffload.impl.fingerprint`): it makes fingerprints collide on purpose;
@@ -117,8 +119,10 @@ class CPUOffloadingManager(OffloadingManager):
         if not isinstance(policy, str) or policy not in MANAGER_POLICIES:
             raise ValueError(f"policy={policy!r} is not one of {sorted(MANAGER_POLICIES)}")
         self.policy = policy
-        code, ghosts_per_block = POLICIES[policy]
-        nodes = self.num_blocks * (1 + ghosts_per_block)
+        code = POLICIES[policy]
+        small = s3fifo_sizes(self.num_blocks)[0] if code == L.POLICY_S3FIFO else 0
+        bounds = L.ghost_bounds(code, self.num_blocks, small)
+        nodes = self.num_blocks + sum(bounds)
         if nodes > _MAX_NODES:
             raise ValueError(f"S4: num_blocks={num_blocks!r} is too large for this manager")
         self.fingerprint = fingerprint
@@ -126,14 +130,14 @@ class CPUOffloadingManager(OffloadingManager):
         self.enable_events = bool(enable_events)
         self._events: list[OffloadingEvent] = []
         cap = self.num_blocks
-        ghosts = self._ghosts = ghosts_per_block * cap
+        ghosts = self._ghosts = nodes - cap
         size = table_size(nodes)
         n64, n32, n8 = L.arena_sizes(cap, ghosts)
         self._table = np.zeros(size, np.uint64)
         self._keys = np.zeros((nodes, _KEY_WORDS), np.uint64)
         self._a64 = np.zeros(n64, np.int64)
         self._a32 = np.zeros(n32, np.int32)
-        self._a8 = np.zeros(n8, np.int8)
+        self._a8 = np.zeros(n8 + L.mark_bytes(code, cap), np.int8)  # marks: the last cap bytes
         self._pf = np.zeros(1, np.float64)
         arenas = (self._a64, self._a32, self._a8)
         # Named views of the arenas (same memory): initial values, introspection.
@@ -149,6 +153,10 @@ class CPUOffloadingManager(OffloadingManager):
             meta[ghost_slot(h, GHOST_HEAD)] = meta[ghost_slot(h, GHOST_TAIL)] = -1  # ghost lists: empty
             meta[ghost_slot(h, GHOST_SIZE)] = 0
         meta[NGFREE] = ghosts
+        meta[L.GBOUND], meta[L.GBOUND + 1] = bounds
+        meta[L.SMALL] = small
+        meta[L.MARK_MAX] = {L.POLICY_S3FIFO: S3FIFO_MAX_FREQUENCY, L.POLICY_SIEVE: 1}.get(code, 0)
+        meta[L.HAND] = -1
         meta[FPMASK] = np.array([mask], np.uint64).view(np.int64)[0]
         meta[L.BYTES_TYPE] = id(bytes)
         for name in ("hpos", "bprev", "bnext", "gprev", "gnext"):
@@ -369,6 +377,33 @@ class CPUOffloadingManager(OffloadingManager):
             out[self._objects[block_id]] = block
         return out
 
+    def policy_view(self) -> dict[str, Any]:
+        """The policy's state in the contract's terms, for tests: ``lists`` (the hashes of
+        each recency list, oldest first: LRU's order, ARC's T1 and T2, S3-FIFO's S and M,
+        SIEVE's Q), ``ghosts`` (B1 and B2 / S3-FIFO's G, oldest first), ``marks`` (S3-FIFO's
+        counters, SIEVE's bits, by hash) and ``hand`` (SIEVE's, a hash or ``None``)."""
+        cap = self.num_blocks
+        blk, ts = self._lst[:cap], self._ts[:cap]
+        lists = []
+        for h in range(L.LIST_COUNT):
+            ids = np.flatnonzero(blk == L.T1 + h)
+            lists.append([self._objects[i] for i in ids[np.argsort(ts[ids], kind="stable")].tolist()])
+        ghosts: list[list[BlockHash]] = []
+        for g in range(L.LIST_COUNT):
+            chain, nd = [], int(self._meta[ghost_slot(g, GHOST_HEAD)])
+            gnext = self._a32[slice(*span(FIELDS["gnext"], cap, self._ghosts))]
+            while nd >= 0:
+                row = self._keys[nd]
+                chain.append(BlockHash(row[1:].tobytes()[: int(row[0])]))
+                nd = int(gnext[nd - cap])
+            ghosts.append(chain)
+        marks: dict[BlockHash, int] = {}
+        if L.mark_bytes(int(self._meta[L.POLICY]), cap):
+            mark = self._a8[len(self._a8) - cap :]
+            marks = {self._objects[i]: int(mark[i]) for i in np.flatnonzero((blk == L.T1) | (blk == L.T2)).tolist()}
+        hand = int(self._meta[L.HAND])
+        return {"lists": lists, "ghosts": ghosts, "marks": marks, "hand": None if hand < 0 else self._objects[hand]}
+
     @property
     def arc_target(self) -> float:
         """ARC's adaptive target ``p`` (0.0 for LRU)."""
@@ -423,7 +458,7 @@ class CPUOffloadingManager(OffloadingManager):
         if int(meta[N1]) != int((blk == L.T1).sum()) or int(meta[N1 + 1]) != int((blk == L.T2).sum()):
             raise ContractViolation("I1", "list sizes disagree with the blocks")
         ghosts = int(((lst[cap:] == L.B1) | (lst[cap:] == L.B2)).sum())
-        if self.policy == "arc":
+        if self._ghosts:
             self._check_ghosts()
         if int((table != 0).sum()) != int(present.sum()) + ghosts:
             raise ContractViolation("I8", "the table does not index exactly the present hashes and ghosts")
@@ -442,11 +477,12 @@ class CPUOffloadingManager(OffloadingManager):
             raise ContractViolation("I3", f"recency list {h} does not hold exactly its blocks")
 
     def _check_ghosts(self) -> None:
-        """A5, A3: ghost list sizes within the capacity and matching the nodes; p in [0, C]."""
+        """A5, F6, A3: ghost list sizes within their bounds and matching the nodes; p in [0, C]."""
         cap, lst = self.num_blocks, self._lst
+        clause = "F6" if self.policy == "s3fifo" else "A5"
         for g in range(L.LIST_COUNT):
             size = int(self._meta[ghost_slot(g, GHOST_SIZE)])
-            if size > cap or size != int((lst[cap:] == L.B1 + g).sum()):
-                raise ContractViolation("A5", f"ghost list B{g + 1} has a bad size {size}")
+            if size > int(self._meta[L.GBOUND + g]) or size != int((lst[cap:] == L.B1 + g).sum()):
+                raise ContractViolation(clause, f"ghost list B{g + 1} has a bad size {size}")
         if not 0.0 <= float(self._pf[0]) <= cap:
             raise ContractViolation("A3", f"p={float(self._pf[0])} outside [0, {cap}]")

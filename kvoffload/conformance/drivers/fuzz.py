@@ -11,9 +11,9 @@ examples (a seeded test bypasses the database), so leave it off when hunting.
 
 Targets: ``impl`` (default; our production components), ``reference`` (the model
 itself, a self-check) or ``MODULE:FACTORY`` (a third party's, called as ``conform``
-calls it). For ``--target impl`` the manager rounds cycle through LRU and ARC in exact
-mode (victims compared with the reference policy), each in default and strict mode;
-the policy rounds cycle LRU and ARC; ``--policy`` and ``--strict`` pin a mode.
+calls it). For ``--target impl`` the manager rounds cycle through LRU, ARC, S3-FIFO and
+SIEVE in exact mode (victims compared with the reference policy), each in default and
+strict mode; the policy rounds cycle the same four; ``--policy`` and ``--strict`` pin a mode.
 ``handler`` runs ``check_handler`` (H1–H3, E1) with fresh random seeds until time is up.
 
 Exit status: 0 the budget ran out and nothing was found; 1 a violation (or an
@@ -54,16 +54,18 @@ KINDS = ("manager", "backend", "policy", "handler")
 #: (max_examples, steps per example) of one round; a round lasts a second or two.
 ROUND_BUDGET: dict[str, tuple[int, int]] = {"manager": (25, 50), "backend": (40, 40), "policy": (25, 50)}
 
+#: The exact policy modes the built-in targets cycle through (their factories are named after them).
+POLICY_NAMES = ("lru", "arc", "s3fifo", "sieve")
 _IMPL = "kvoffload.impl.factories"
 _REF = "kvoffload.conformance.factories"
 #: (source, policy mode) pairs per kind and built-in target.
 _BUILTIN: dict[tuple[str, str], list[tuple[str, str]]] = {
-    ("manager", "impl"): [(f"{_IMPL}:lru_manager", "lru"), (f"{_IMPL}:arc_manager", "arc")],
-    ("manager", "reference"): [(f"{_REF}:reference_lru_manager", "lru"), (f"{_REF}:reference_arc_manager", "arc")],
+    ("manager", "impl"): [(f"{_IMPL}:{p}_manager", p) for p in POLICY_NAMES],
+    ("manager", "reference"): [(f"{_REF}:reference_{p}_manager", p) for p in POLICY_NAMES],
     ("backend", "impl"): [(f"{_IMPL}:backend", "any")],
     ("backend", "reference"): [(f"{_REF}:reference_backend", "any")],
-    ("policy", "impl"): [(f"{_IMPL}:lru_policy", "lru"), (f"{_IMPL}:arc_policy", "arc")],
-    ("policy", "reference"): [(f"{_REF}:reference_lru_policy", "lru"), (f"{_REF}:reference_arc_policy", "arc")],
+    ("policy", "impl"): [(f"{_IMPL}:{p}_policy", p) for p in POLICY_NAMES],
+    ("policy", "reference"): [(f"{_REF}:reference_{p}_policy", p) for p in POLICY_NAMES],
 }
 
 
@@ -253,8 +255,8 @@ def _database(path: str) -> Iterator[ExampleDatabase]:
 @click.command(name="fuzz", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("kind", type=click.Choice(KINDS))
 @click.option("--target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
-@click.option("--policy", type=click.Choice(["lru", "arc", "any"]), default=None,
-              help="Pin the policy mode (default: impl/reference cycle lru and arc exactly; others any).")
+@click.option("--policy", type=click.Choice([*POLICY_NAMES, "any"]), default=None,
+              help="Pin the policy mode (default: impl/reference cycle lru, arc, s3fifo and sieve exactly; others any).")
 @click.option("--strict", is_flag=True, help="Strict mode only (default for impl managers: alternate).")
 @click.option("--minutes", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
               help="Time budget.")

@@ -337,7 +337,7 @@ def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManag
 @click.option("--manager", "target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
 @click.option("--handlers", default="impl", show_default=True,
               help="impl, or MODULE:FACTORY with build_cpu_handlers's signature returning (store, load).")
-@click.option("--policy", type=click.Choice(["lru", "arc"]), default="lru", show_default=True)
+@click.option("--policy", type=click.Choice(["lru", "arc", "s3fifo", "sieve"]), default="lru", show_default=True)
 @click.option("--requests", type=click.IntRange(min=1), default=400, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--capacity", type=click.IntRange(min=1), default=8, show_default=True, help="Offloaded blocks.")

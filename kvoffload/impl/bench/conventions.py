@@ -193,9 +193,10 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
         out += [
             Contender("floor (OrderedDict LRU)", "vLLM interface", lambda: FloorLRUPerKey(capacity, results), lru),
             Contender("kvoffload", "vLLM interface", lambda: make_manager(capacity, policy), True),
-            Contender("vLLM 0.32", "vLLM interface",
-                      lambda: VllmManager(num_chunks=capacity, cache_policy=policy), lru),
         ]
+        if policy in ("lru", "arc"):  # vLLM's own manager has no S3-FIFO or SIEVE
+            out.append(Contender("vLLM 0.32", "vLLM interface",
+                                 lambda: VllmManager(num_chunks=capacity, cache_policy=policy), lru))
     out += [
         Contender("floor (OrderedDict LRU)", "batch API", lambda: FloorLRU(capacity), lru),
         Contender("kvoffload", "batch API", lambda: CPUOffloadingManager(capacity, policy=policy), True),

@@ -1,11 +1,13 @@
-"""Eviction for ``prepare_store`` (P5, L3, A4, A5; M5.4, I6, I7), in the contract's steps.
+"""Eviction for ``prepare_store`` (P5, L3, A4, A5, F5, F6, V5; M5.4, I6, I7), in the contract's steps.
 
 1. :func:`protect` the batch's own present blocks (a store never evicts them) and refuse
    before anything moves if fewer than the needed blocks are evictable (M5.4, I7);
 2. :func:`choose_victims`: the policy's victim, one at a time (:func:`pick_victim`, the
-   one place a new policy plugs in), taken out of its list or heap;
-3. :func:`apply_victims`: free each victim's block, LRU forgets its hash, ARC keeps it
-   as a ghost of B1 / B2 and trims that list to the capacity (A5).
+   one place a new policy plugs in), taken out of its list or heap; S3-FIFO and SIEVE
+   choose in their own modules (``s3fifo``, ``sieve``);
+3. :func:`apply_victims`: free each victim's block; a list whose ghost bound
+   (``meta[GBOUND + g]``) is 0 forgets its victims' hashes (LRU, SIEVE, S3-FIFO's M),
+   otherwise they become ghosts of B1 / B2, trimmed to that bound (A5, F6).
 
 Each present block is in one of three places, told by ``hpos``: ``IN_LIST`` (its recency
 list, in stamp order), ``PARKED`` (out of every structure: met at a list's head while
@@ -30,6 +32,7 @@ from .layout import (
     ELIG,
     FPMASK,
     FREE,
+    GBOUND,
     GHOST_HEAD,
     GHOST_SIZE,
     HS0,
@@ -39,9 +42,12 @@ from .layout import (
     N1,
     NFREE,
     NGFREE,
+    NODES,
     PARKED,
     POLICY,
     POLICY_ARC,
+    POLICY_S3FIFO,
+    POLICY_SIEVE,
     SHIFT,
     T1,
 )
@@ -175,7 +181,7 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
 @kernel()
 def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, lo, hi, vtags, nxt):  # type: ignore[no-untyped-def]
     """Rehash victims ``lo … hi-1`` into ``vtags``, prefetching their home slots and, for
-    ARC, the ghosts their trims may drop (``nxt``: the next such ghost of B1 / B2)."""
+    ARC and S3-FIFO, the ghosts their trims may drop (``nxt``: the next such ghost of B1 / B2)."""
     shift = np.uint64(meta[SHIFT])
     tm = np.uint64(table.shape[0] - 1)
     mask = np.uint64(meta[FPMASK])
@@ -183,7 +189,7 @@ def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_li
         t = node_tag(keys, out_vic[j], mask)
         vtags[j - lo] = t
         prefetch(table, home(t, shift, tm))
-    if meta[POLICY] != POLICY_ARC:
+    if meta[NODES] == meta[CAP]:  # no ghosts (LRU, SIEVE)
         return
     cap = meta[CAP]
     for j in range(lo, hi):
@@ -210,7 +216,6 @@ def _copy_row(keys, dst, src):  # type: ignore[no-untyped-def]
 def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list):  # type: ignore[no-untyped-def]
     """Free the ``n`` chosen blocks (LRU: forget their hashes; ARC: keep them as ghosts)."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
-    arc = meta[POLICY] == POLICY_ARC
     cap = meta[CAP]
     shift = np.uint64(meta[SHIFT])
     gtag = ghost_tags(a32, meta)
@@ -224,10 +229,11 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list):  # type: ig
         s = slot_of(table, shift, tag, nd)
         g = from_list[k]
         meta[N1 + g] -= 1
-        if not arc:
+        bound = meta[GBOUND + g]
+        if bound == 0:  # LRU, SIEVE, S3-FIFO's M: the hash is forgotten
             table_delete(table, shift, s)
-        else:  # A5: the newest ghost of list g under its own tag (written out: see above)
-            if meta[gslot(g, GHOST_SIZE)] >= cap:  # the list is full: its oldest ghost goes
+        else:  # A5, F6: the newest ghost of list g under its own tag (written out: see above)
+            if meta[gslot(g, GHOST_SIZE)] >= bound:  # the list is full: its oldest ghost goes
                 g_drop(table, meta, lst, gprev, gnext, gfree, gtag, meta[gslot(g, GHOST_HEAD)], -1)
                 if (table[s] & _LO32) != np.uint64(nd + 1):  # the drop shifted our slot back
                     s = slot_of(table, shift, tag, nd)
@@ -245,6 +251,12 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list):  # type: ig
 
 
 # --------------------------------------------------------------------------- all steps
+# The S3-FIFO and SIEVE victim choices live in their own modules; S3-FIFO's uses
+# ``candidate`` above, so they are imported once it is defined.
+from .s3fifo import s3fifo_choose  # noqa: E402
+from .sieve import sieve_choose  # noqa: E402
+
+
 @kernel()
 def evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no-untyped-def]
     """Choose and apply ``n`` victims (P5, L3, A4, A5); -1 and no change if impossible (M5.4)."""
@@ -255,7 +267,12 @@ def evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no-
         unprotect(nodes, cap, prot)
         return -1
     from_list = np.empty(n, np.int64)
-    choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys)
+    if meta[POLICY] == POLICY_S3FIFO:
+        s3fifo_choose(a64, a32, a8, nprot, n, out_vic, from_list)
+    elif meta[POLICY] == POLICY_SIEVE:
+        sieve_choose(a64, a32, a8, n, out_vic, from_list)
+    else:
+        choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys)
     unprotect(nodes, cap, prot)
     apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list)
     return n

@@ -6,8 +6,10 @@ nothing else spells an offset, a list kind or a result code.
 State: ``table`` (uint64 slots, see ``table``), ``keys`` (uint64 rows ``[length, words…]``)
 and three arenas by element type, each a back-to-back run of the fields of
 :data:`FIELDS` (``C`` = capacity, ``G`` = ghost nodes: ``2C`` for ARC, 0 for LRU;
-``N = C + G`` nodes, blocks ``0 … C-1``, ghosts ``C … N-1``), plus ``pf`` (float64[1],
-ARC's target ``p``). A call unboxes these few arrays instead of one per field.
+``N = C + G`` nodes, blocks ``0 … C-1``, ghosts ``C … N-1``; S3-FIFO: ``C - s``), plus
+``pf`` (float64[1], ARC's target ``p``). S3-FIFO and SIEVE append ``C`` bytes to the a8
+arena, one mark per block (``mark_bytes``: their ``marks`` view is the arena's last ``C``
+bytes). A call unboxes these few arrays instead of one per field.
 """
 
 from __future__ import annotations
@@ -44,8 +46,30 @@ LIST_T2 = T2 - T1  # recency list id of T2
 # --------------------------------------------------------------------- policies (meta[POLICY])
 POLICY_LRU = 0  # one recency list (T1), no ghosts
 POLICY_ARC = 1  # T1, T2 and ghost lists B1, B2 of 2C ghost nodes
-#: Policy names (``CPUOffloadingManager(policy=)``) -> (code, ghost nodes per block).
-POLICIES = {"lru": (POLICY_LRU, 0), "arc": (POLICY_ARC, 2)}
+POLICY_S3FIFO = 2  # S (list T1), M (list T2), ghost queue G (B1) of C - s nodes; a counter per block
+POLICY_SIEVE = 3  # one queue (list T1) and a hand; a visited bit per block
+#: Policy names (``CPUOffloadingManager(policy=)``) -> code.
+POLICIES = {"lru": POLICY_LRU, "arc": POLICY_ARC, "s3fifo": POLICY_S3FIFO, "sieve": POLICY_SIEVE}
+#: Policies that keep one byte per block past the a8 arena's fields (``MARKS``).
+MARKED = (POLICY_S3FIFO, POLICY_SIEVE)
+
+
+def ghost_bounds(code: int, cap: int, small: int) -> tuple[int, int]:
+    """Most ghosts ghost lists B1 and B2 may hold (0: the list's victims leave no ghost).
+
+    ARC: ``cap`` each (A5); S3-FIFO: G (B1) holds ``cap - small`` (F1, F6), M's victims
+    leave none; LRU, SIEVE: no ghosts. The ghost nodes allocated are their sum.
+    """
+    if code == POLICY_ARC:
+        return cap, cap
+    if code == POLICY_S3FIFO:
+        return cap - small, 0
+    return 0, 0
+
+
+def mark_bytes(code: int, cap: int) -> int:
+    """Bytes of per-block marks (S3-FIFO's F4 counter, SIEVE's V1 bit) after the a8 fields."""
+    return cap if code in MARKED else 0
 
 # --------------------------------------------------------------------- meta (a64 head)
 CLOCK = 0  # monotonic recency stamp
@@ -59,7 +83,7 @@ GHOST_TAIL = 1  # most recent ghost node (-1: empty)
 GHOST_SIZE = 2  # ghosts in the list
 NGFREE = 12  # free ghost nodes
 CAP = 13  # capacity (blocks)
-POLICY = 14  # POLICY_LRU or POLICY_ARC: which victim selection and which lists
+POLICY = 14  # POLICY_LRU, _ARC, _S3FIFO or _SIEVE: which victim selection and which lists
 SHIFT = 15  # 64 - log2(table size)
 NODES = 16  # blocks + ghost nodes
 FPMASK = 17  # fingerprint mask (test seam), uint64 bits
@@ -69,7 +93,11 @@ LIST_STRIDE = 2
 LIST_HEAD = 0  # least recent block (-1: empty)
 LIST_TAIL = 1  # most recent block
 ELIG = 23  # ready idle blocks (ref_cnt == 0), both lists: eviction candidates
-META_SIZE = 24
+HAND = 24  # SIEVE's hand (V1): the block it rests on, -1: none (the oldest); -1 for others
+GBOUND = 25  # ghost list g keeps at most meta[GBOUND + g] ghosts (``ghost_bounds``)
+SMALL = 27  # S3-FIFO's target size s of S (F1); 0 for others
+MARK_MAX = 28  # the largest mark: S3-FIFO's counter saturates at 3 (F4), SIEVE's bit is 1 (V4)
+META_SIZE = 29
 
 
 def ghost_slot(g: int, part: int) -> int:

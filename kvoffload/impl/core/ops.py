@@ -32,6 +32,9 @@ from .layout import (
     PARKED,
     POLICY,
     POLICY_ARC,
+    POLICY_S3FIFO,
+    POLICY_SIEVE,
+    HAND,
     SHIFT,
     T1,
     T2,
@@ -39,6 +42,7 @@ from .layout import (
 )
 from .ghosts import gslot
 from .lists import l_append, l_unlink
+from .marks import touch_marks
 from .state import find_all, load, unpack, unpack_io
 from .store import prepare_store
 from .table import CHUNK, find, find_chunk, fingerprint, table_delete, tag_of
@@ -167,13 +171,15 @@ def _touch_ghost(meta, pf, gprev, gnext, nd, g):  # type: ignore[no-untyped-def]
 
 @kernel()
 def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
-    """M4, P4, L2, A3: last hash first."""
+    """M4, P4, L2, A3: last hash first; F4, V4: ``marks.touch_marks``."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
     w = load(addr, n, q, lens, meta)
     if w < 0:
         return w
     tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    if meta[POLICY] == POLICY_S3FIFO or meta[POLICY] == POLICY_SIEVE:  # F4, V4: marks only
+        return touch_marks(a8, meta, nodes, lst, ref, n)
     arc = meta[POLICY] == POLICY_ARC
     # One loop, no per-block helper call: each array passed to a compiled call costs a
     # reference-count round trip, per block here (measured: ~20 ns/block more).
@@ -227,7 +233,7 @@ def store_ok(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-
 
 @kernel()
 def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
-    """M7: drop pending blocks (no event); the count dropped."""
+    """M7, F7, V6: drop pending blocks (no event); the count dropped."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
     w = load(addr, n, q, lens, meta)
@@ -241,6 +247,8 @@ def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
         if nd >= 0 and lst[nd] <= T2 and ref[nd] == -1:
             h = lst[nd] - T1
             meta[N1 + h] -= 1
+            if meta[HAND] == nd:  # V6: SIEVE's hand moves to the next newer block (none past the newest)
+                meta[HAND] = bnext[nd]
             if hpos[nd] == IN_LIST:
                 l_unlink(bprev, bnext, meta, h, nd)
             hpos[nd] = IN_LIST

@@ -1,5 +1,5 @@
 """``prepare_store`` (M5) in the contract's steps: which hashes to store (M5.1), room for
-them (M5.4, ``evict``), then each one indexed as a new pending block (M5.2, A1)."""
+them (M5.4, ``evict``), then each one indexed as a new pending block (M5.2, A1, F2)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from .evict import evict
 from .ghosts import g_drop
 from .jit import kernel
-from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, N1, NFREE, REFUSED, SHIFT, T1, T2
+from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
 from .state import find_all, ghost_tags, load, unpack, unpack_io
 from .table import _P1, _U32, find, home
@@ -83,23 +83,27 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
     tm = np.uint64(table.shape[0] - 1)
     for k in range(m):
         i = out_idx[k]
+        h = LIST_T1
         if nodes[i] >= 0:  # a ghost at lookup time (A1: forget it), unless trimmed since
             s, g = find(table, keys, shift, q, i, lens[i], tags[i])
             if g >= 0:
                 g_drop(table, meta, lst, gprev, gnext, gfree, ghost_tags(a32, meta), g, s)
+                if meta[POLICY] == POLICY_S3FIFO:  # F2: G remembered it: into M
+                    h = LIST_T2
             moved = True
-        # M5.2: a pending block at the most recent end of T1 (L1, A2); written out here,
-        # not in a helper: each array passed to a compiled call costs a ref-count round trip
+        # M5.2: a pending block at the most recent end of T1 (L1, A2, V2; S3-FIFO's S or M:
+        # F2); written out here, not in a helper: each array passed to a compiled call
+        # costs a ref-count round trip
         meta[NFREE] -= 1
         b = free[meta[NFREE]]
         _copy_key(keys, b, q, i, lens[i])
-        lst[b] = T1
+        lst[b] = T1 + h
         ref[b] = -1
         meta[CLOCK] += 1
         ts[b] = meta[CLOCK]
         hpos[b] = IN_LIST
-        l_append(bprev, bnext, meta, LIST_T1, b)
-        meta[N1 + LIST_T1] += 1
+        l_append(bprev, bnext, meta, h, b)
+        meta[N1 + h] += 1
         # The hash is absent: its slot is the first empty one of its probe. Without deletes
         # since ``find_all``, that is at or after the probe's end found then (inserts only
         # fill slots); otherwise probe again from the home slot.

@@ -91,7 +91,7 @@ place of vLLM's CUDA/XPU-only one, its host planes in vLLM's shared offload regi
 on the CPU platform (``"spec_name": "KVOffloadTieringSpec"``).
 
 Extra-config keys: ``cpu_bytes_to_use`` (or our ``num_blocks``), ``eviction_policy``
-(``lru``/``arc``), ``block_size``/``blocks_per_chunk`` (vLLM turns them into
+(``lru``/``arc``/``s3fifo``/``sieve``), ``block_size``/``blocks_per_chunk`` (vLLM turns them into
 ``blocks_per_chunk``; we pass ``block_size`` on as S2's offloaded block size),
 ``store_threshold``/``max_tracker_size`` (N2). ``cache_policy_module_path`` (a user's
 vLLM ``CachePolicy``) is refused with a ``ValueError`` rather than ignored. The README's

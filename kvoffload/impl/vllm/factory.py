@@ -15,7 +15,7 @@ def make_manager(num_blocks: int, policy: str = "lru", enable_events: bool = Fal
     ``OffloadingManager`` calls, built without an ``OffloadingConfig``.
 
     It is what ``KVOffloadingSpec(config).get_manager()`` returns for the same capacity,
-    policy (``"lru"`` or ``"arc"``, exact; S1–S4) and events setting, and answers as
+    policy (``"lru"``, ``"arc"``, ``"s3fifo"`` or ``"sieve"``, exact; S1–S4, F, V) and events setting, and answers as
     vLLM's own ``CPUOffloadingManager(num_chunks=num_blocks, cache_policy="lru")`` does
     for LRU: keys are ``OffloadKey`` bytes, block ids lie in ``[0, num_blocks)``.
     Bad arguments raise ``ValueError`` here, before anything is built::

@@ -14,7 +14,7 @@ each worker process). The translation (S1–S4):
   world_size · blocks_per_chunk, page size)``, where vLLM's ``worker_kv_bytes_per_block``
   already counts every group's layers; the worker's host planes (one per KV tensor, of
   ``num_blocks · blocks_per_chunk`` pages) hold what vLLM's own CPU worker holds;
-- ``eviction_policy`` (``lru``/``arc``) as given; events on when vLLM publishes KV events;
+- ``eviction_policy`` (``lru``/``arc``/``s3fifo``/``sieve``) as given; events on when vLLM publishes KV events;
 - ``kv_layout`` = ``page``: the worker sees canonical ``(num_blocks, page_bytes)`` tensors.
 
 Every error is a ``ValueError`` naming the key and the value (S4), raised before anything
@@ -44,10 +44,10 @@ CHUNK_ALIGNMENT = mmap.PAGESIZE
 
 #: Keys of vLLM's own CPU manager that ours does not implement: refused, not ignored.
 #: A vLLM ``CachePolicy`` keeps Python objects per chunk and decides evictions itself;
-#: our manager's policies are compiled (LRU, ARC) and checked against the contract.
+#: our manager's policies are compiled (LRU, ARC, S3-FIFO, SIEVE) and checked against the contract.
 _UNSUPPORTED = {
     "cache_policy_module_path": "kvoffload runs its own compiled policies; choose "
-    "eviction_policy='lru' or 'arc', or use vLLM's CPUOffloadingSpec for a custom CachePolicy",
+    "eviction_policy='lru', 'arc', 's3fifo' or 'sieve', or use vLLM's CPUOffloadingSpec for a custom CachePolicy",
 }
 
 #: vLLM's default size of the admission tracker (N2).

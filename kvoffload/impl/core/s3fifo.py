@@ -1,0 +1,100 @@
+"""S3-FIFO's victim choice in the compiled core (F1–F7; Yang et al., SOSP 2023).
+
+S is recency list ``LIST_T1`` (kind T1), M is ``LIST_T2`` (kind T2), the ghost queue G is
+ghost list B1 (at most ``C - s`` ghosts: ``meta[GBOUND]``; M's victims leave none). Each
+list is in stamp order, as LRU's: S keeps the stamps of insertion, a block moved to M's
+newest end gets a new stamp. So the oldest eligible block of S or M is the list machinery's
+:func:`~.evict.candidate` (blocks met while pending or in use are parked and come back at
+their own stamp: "not eligible keeps its place", F5), and only the F5 rules are here.
+The F4 counter is the block's mark (``marks``). The other F clauses live where the other
+policies' do: F2 (a remembered ghost enters M) in ``store.insert_selected``, F4 in
+``marks.touch_marks``, F6 in ``evict.apply_victims`` (bounds from ``layout.ghost_bounds``),
+F7 in ``ops.store_fail``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .evict import candidate
+from .heap import heap_push, heap_remove
+from .jit import kernel
+from .layout import CLOCK, ELIG, HS0, IN_LIST, LIST_HEAD, LIST_T1, LIST_T2, N1, SMALL, T1, T2
+from .lists import l_append, l_prepend, l_unlink, lslot
+from .marks import marks_of
+from .state import unpack
+
+__all__ = ["s3fifo_choose"]
+
+
+@kernel(inline="always")
+def _take(hts, hnode, hpos, bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
+    """Take block ``nd`` out of list ``h`` or its heap."""
+    if hpos[nd] >= 0:
+        heap_remove(hts, hnode, hpos, meta, h, nd)
+    else:
+        l_unlink(bprev, bnext, meta, h, nd)
+
+
+@kernel(inline="always")
+def _to_main(ts, hpos, lst, bprev, bnext, meta, nd):  # type: ignore[no-untyped-def]
+    """Append ``nd`` (taken out of its list) at M's newest end with a new stamp."""
+    if lst[nd] == T1:
+        lst[nd] = T2
+        meta[N1 + LIST_T1] -= 1
+        meta[N1 + LIST_T2] += 1
+    meta[CLOCK] += 1
+    ts[nd] = meta[CLOCK]
+    hpos[nd] = IN_LIST
+    l_append(bprev, bnext, meta, LIST_T2, nd)
+
+
+@kernel()
+def s3fifo_choose(a64, a32, a8, nprot, n, out_vic, from_list):  # type: ignore[no-untyped-def]
+    """F5: take ``n`` victims (their list ids in ``from_list``; the caller checked that
+    ``n`` eligible blocks exist), promoting and ageing on the way; marks of victims cleared."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    marks = marks_of(a8, meta)
+    side = np.empty(nprot, np.int64)
+    lside = np.empty(nprot, np.int64)
+    ns = 0
+    nl = 0
+    s_taken = 0  # victims from S so far: |S| now is meta[N1 + LIST_T1] - s_taken
+    for k in range(n):
+        victim = -1
+        h = LIST_T1
+        small_first = meta[N1 + LIST_T1] - s_taken >= meta[SMALL]
+        if not small_first:
+            e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl)
+            small_first = e < 0
+        while small_first:  # F5: S's oldest eligible block leaves, or moves to M if used again
+            e = meta[lslot(LIST_T1, LIST_HEAD)]
+            # The steady state, without a call: S's head is idle, unprotected, and no heap
+            # competes (as in ``evict.choose_victims``).
+            if e < 0 or ref[e] != 0 or prot[e] != 0 or meta[HS0 + LIST_T1] != 0:
+                e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl)
+                if e < 0:
+                    break
+            _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T1, e)
+            if marks[e] == 0:
+                victim = e
+                s_taken += 1
+                break
+            marks[e] = 0
+            _to_main(ts, hpos, lst, bprev, bnext, meta, e)
+        while victim < 0:  # F5: CLOCK over M: a used block loses one count, goes to M's newest end
+            e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl)
+            _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T2, e)
+            if marks[e] == 0:
+                victim = e
+                h = LIST_T2
+            else:
+                marks[e] -= 1
+                _to_main(ts, hpos, lst, bprev, bnext, meta, e)
+        out_vic[k] = victim
+        from_list[k] = h
+    for j in range(ns):
+        heap_push(hts, hnode, hpos, ts, meta, lst[side[j]] - T1, side[j])
+    for j in range(nl - 1, -1, -1):  # protected heads back in front, in their order
+        l_prepend(bprev, bnext, meta, lst[lside[j]] - T1, lside[j])
+    meta[ELIG] -= n
