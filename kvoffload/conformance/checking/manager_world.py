@@ -224,7 +224,7 @@ class ManagerWorld:
     def reproduction(self, check: str = "") -> str:
         """The calls so far as a snippet; hashes named as in the failure's message (a
         victim outside the alphabet gets the next name, defined in the snippet too)."""
-        log = self._log if self._log is not None else self._names()
+        log = self._log if self._log is not None and len(self._log.lines) == len(self.history) else self._names()
         return log.render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
     # -- one step -----------------------------------------------------------------------
@@ -240,7 +240,9 @@ class ManagerWorld:
     def probe(self) -> None:
         """Make the target's eviction order observable before states are merged on the
         model's state (this world is spent: the engine probes a copy or a state it
-        drops): complete every load and store in flight, then store ``capacity`` hashes
+        drops): touch every alphabet hash the model does not hold (a no-op in the model,
+        so a target's hidden memory of it shows), complete every load and store in
+        flight, then store ``capacity`` hashes
         that are never in the alphabet (evicting every block in one call), judged against
         the model: a recency bug that has not yet changed a victim is seen now, with
         those calls in the reproduction."""
@@ -249,6 +251,9 @@ class ManagerWorld:
         if not blocks:
             return
         pending = tuple(h for h, b in blocks.items() if b.ref_cnt == -1)
+        forgotten = tuple(h for h in self.pool if h not in self.in_state())
+        if forgotten:  # a no-op for the model; a target still remembering one of them changes order
+            self.apply(("touch", forgotten, True))
         for load in list(dict.fromkeys(self.inflight)):
             self.apply(("complete_load", load, True))
         if pending:

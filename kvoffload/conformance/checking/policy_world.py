@@ -147,7 +147,7 @@ class PolicyWorld:
         return new
 
     def reproduction(self, check: str = "") -> str:
-        log = self._log if self._log is not None else self._names()
+        log = self._log if self._log is not None and len(self._log.lines) == len(self.history) else self._names()
         return log.render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
     def fail(self, clauses: str | tuple[str, ...], message: str, check: str = "") -> None:
@@ -194,10 +194,14 @@ class PolicyWorld:
     def probe(self) -> None:
         """Make the target's eviction order observable before states are merged on the
         model's state (this world is spent: the engine probes a copy or a state it
-        drops): make every block idle and evict them all in one call, judged against
-        the model (so a recency bug that has not yet changed a victim is seen now, with
-        those calls in the reproduction)."""
+        drops): touch every alphabet hash the model does not hold (a no-op in the model,
+        so hidden state such as untrimmed ghosts shows), make every block idle and evict
+        them all in one call, judged against the model (so a recency bug that has not
+        yet changed a victim is seen now, with those calls in the reproduction)."""
         self.observing = False  # the probe judges victims and events; its states are spent
+        forgotten = tuple(h for h in self.pool if h not in self.in_state())
+        if forgotten:  # a no-op for the model; a target still remembering one of them changes order
+            self.apply(("touch", forgotten, 0))
         for h, block in list(self.blocks.items()):
             if block.ref_cnt != 0:  # the caller's own field: pending and read blocks become idle
                 self.apply(("set_ref", (h,), 0))
