@@ -18,7 +18,9 @@ from kvoffload.conformance import factories as reference
 from kvoffload.conformance.checking.exhaustive import check_exhaustive, run_exhaustive, saturating_alphabet
 from kvoffload.conformance.checking.manager_world import ManagerWorld
 from kvoffload.conformance.checking.symmetry import canonical_calls, hash_alphabet
+from kvoffload.impl import MANAGER_POLICIES
 from kvoffload.impl import factories as impl
+from kvoffload.spec import ReferenceSIEVEPolicy
 
 sys.path.insert(0, str(Path(__file__).parent))
 pb: Any
@@ -79,6 +81,15 @@ def test_symmetry_bigger_alphabet_adds_no_state() -> None:
     assert smaller == 1 + 3 * 3  # without free hashes: h0, h1, h2 only
 
 
+def test_no_distinguished_hash_lru_capacity_1_by_hand() -> None:
+    """``distinguished=0``: every hash interchangeable. Capacity 1: empty, or one hash
+    pending, ready or read: 4 states, diameter 3 (store, complete, load)."""
+    run = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, distinguished=0)
+    assert run.ok and run.result.complete
+    assert (run.result.states, run.result.diameter) == (4, 3)
+    assert "all interchangeable" in run.alphabet()
+
+
 def test_copies_and_replays_explore_the_same_space() -> None:
     """The production manager's snapshots (``__deepcopy__``) agree with rebuilding each
     state by replay from a fresh manager."""
@@ -113,6 +124,32 @@ def test_production_manager(policy: str, capacity: int, depth: int | None) -> No
     run = run_exhaustive(getattr(impl, f"{policy}_manager"), policy=policy, capacity=capacity, depth=depth)
     assert run.ok, run.report()
     assert run.result.complete == (depth is None)
+
+
+@pytest.mark.parametrize(("policy", "depth"), [("s3fifo", 5), ("sieve", None)])
+def test_F5_V5_s3fifo_sieve_explored(policy: str, depth: int | None) -> None:
+    """S3-FIFO and SIEVE at capacity 2, every hash interchangeable: the reference manager
+    against itself and the production policy against the reference (SIEVE completely,
+    S3-FIFO to 5 calls here; the CI lane runs it completely)."""
+    manager = run_exhaustive(getattr(reference, f"reference_{policy}_manager"), policy=policy, capacity=2,
+                             distinguished=0, depth=depth)
+    alone = run_exhaustive(getattr(impl, f"{policy}_policy"), kind="policy", policy=policy, capacity=2,
+                           distinguished=0, depth=depth)
+    for run in (manager, alone):
+        assert run.ok, run.report()
+        assert run.result.complete == (depth is None)
+
+
+@pytest.mark.parametrize("policy", ["s3fifo", "sieve"])
+def test_F5_V5_production_manager_once_it_runs_them(policy: str) -> None:
+    """``--target impl`` checks the production manager as soon as it offers the policy,
+    and says clearly that it does not until then."""
+    result = CliRunner().invoke(check_exhaustive, ["--capacity", "1", "--policy", policy, "--target", "impl",
+                                                   "--distinguished", "0", "--quiet"])
+    if policy in MANAGER_POLICIES:
+        assert result.exit_code == 0 and "every reachable state" in result.output, result.output
+    else:
+        assert result.exit_code == 2 and "does not run policy" in result.output, result.output
 
 
 @pytest.mark.parametrize(("policy", "capacity", "depth"), [("lru", 2, None), ("arc", 1, 4)])
@@ -154,19 +191,51 @@ CAUGHT: list[tuple[str, str, str, int, str]] = [
     ("LRUTouchMarksReady", "policy", "lru", 1, "P6"),
     ("FingerprintPolicy", "policy", "lru", 1, "P1"),
 ]
+#: Bugs beyond I8, refuted in the smaller space where every hash is interchangeable.
+CAUGHT_FREE: list[tuple[str, str, str, int, str]] = [
+    ("ARCNoT1Fallback", "policy", "arc", 2, "I6"),
+    ("ARCPromotesPending", "policy", "arc", 2, "A4"),
+    ("SIEVEHandForgets", "policy", "sieve", 3, "V5"),
+    ("reference_sieve_policy", "policy", "s3fifo", 2, "F5"),
+    ("reference_s3fifo_policy", "policy", "lru", 2, "L3"),
+]
 
 
-@pytest.mark.parametrize(("name", "kind", "policy", "capacity", "clause"), CAUGHT, ids=[c[0] for c in CAUGHT])
-def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacity: int, clause: str) -> None:
-    factory = _bug(name, kind)
-    run = run_exhaustive(factory, kind=kind, policy=policy, capacity=capacity, source=name)
+class SIEVEHandForgets(ReferenceSIEVEPolicy):
+    """V6 broken: removing the hash under the hand sends the hand to the oldest hash."""
+
+    def remove(self, block_hash: bytes) -> None:
+        if self.hand == block_hash:
+            self.hand = None
+        del self.queue[block_hash]
+
+
+def _free_bug(name: str) -> Any:
+    if name == "SIEVEHandForgets":
+        return SIEVEHandForgets
+    if hasattr(reference, name):
+        return getattr(reference, name)
+    return _bug(name, "policy")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "policy", "capacity", "clause", "distinguished"),
+    [(*c, 3) for c in CAUGHT] + [(*c, 0) for c in CAUGHT_FREE],
+    ids=[c[0] for c in CAUGHT] + [f"{c[0]}-as-{c[2]}" for c in CAUGHT_FREE],
+)
+def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacity: int, clause: str,
+                                      distinguished: int) -> None:
+    factory = _bug(name, kind) if distinguished else _free_bug(name)
+    run = run_exhaustive(factory, kind=kind, policy=policy, capacity=capacity, source=name,
+                         distinguished=distinguished)
     assert not run.ok, f"{name} was not caught: {run.summary()}"
     failure = run.result.failure
     assert failure is not None and failure.clause == clause, run.report()
     assert "did not fail again" not in failure.message
     length = len(run.result.failing_path)
     if length > 1:  # shortest: every state within one call fewer conforms
-        shorter = run_exhaustive(factory, kind=kind, policy=policy, capacity=capacity, source=name, depth=length - 1)
+        shorter = run_exhaustive(factory, kind=kind, policy=policy, capacity=capacity, source=name, depth=length - 1,
+                                 distinguished=distinguished)
         assert shorter.ok, shorter.report()
     # The reproduction runs, and fails at its last line when that is a check.
     namespace: dict[str, Any] = {name: factory}

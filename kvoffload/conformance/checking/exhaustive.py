@@ -29,11 +29,16 @@ from typing import Any
 import attrs
 import click
 
-from .manager_world import ManagerWorld, hash_alphabet, manager_alphabet_text
+from .manager_world import ManagerWorld, distinguished_text, hash_alphabet, manager_alphabet_text
 from .policy_world import PolicyWorld, policy_alphabet_text
 from ..loading import FactoryLoadError, load_factory
 from .model_checker import Exploration, explore, stderr_progress
+from .policy_state import ghost_capacity
 from .symmetry import DISTINGUISHED
+
+#: The exact policies the checker explores (``--policy``), and the groups it accepts.
+POLICY_NAMES = ("lru", "arc", "s3fifo", "sieve")
+POLICY_GROUPS = {"both": ("lru", "arc"), "all": POLICY_NAMES}
 
 __all__ = ["check_exhaustive", "ExhaustiveRun", "run_exhaustive", "resolve_target", "saturating_alphabet"]
 
@@ -51,6 +56,7 @@ class ExhaustiveRun:
     touch_max: int
     store_max: int
     max_pins: int
+    distinguished: int
     result: Exploration[Any]
 
     @property
@@ -59,8 +65,10 @@ class ExhaustiveRun:
 
     def alphabet(self) -> str:
         if self.kind == "manager":
-            return manager_alphabet_text(self.hashes, self.touch_max, self.store_max, self.max_pins)
-        return policy_alphabet_text(self.hashes, self.touch_max, self.capacity)
+            return manager_alphabet_text(self.hashes, self.touch_max, self.store_max, self.max_pins,
+                                         self.distinguished)
+        return (f"{policy_alphabet_text(self.hashes, self.touch_max, self.capacity)}; "
+                f"{distinguished_text(self.distinguished)} interchangeable")
 
     def summary(self) -> str:
         r = self.result
@@ -85,16 +93,17 @@ class ExhaustiveRun:
         )
 
 
-def saturating_alphabet(kind: str, policy: str, capacity: int, longest: int) -> int:
+def saturating_alphabet(kind: str, policy: str, capacity: int, longest: int, distinguished: int = DISTINGUISHED) -> int:
     """The alphabet size past which the symmetry-reduced space cannot grow: room for every
-    hash a state can hold (residents; ARC's two ghost lists of ``capacity`` each) as free
+    hash a state can hold (residents and ghosts: ``policy_state.ghost_capacity``) as free
     hashes, plus ``longest`` fresh ones for one call."""
-    held = capacity * (3 if policy == "arc" else 1)
-    return DISTINGUISHED + held + longest
+    return distinguished + capacity + ghost_capacity(policy, capacity) + longest
 
 
 def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., Any], str, list[str]]:
     """(factory called with the suite's keywords, its source form, imports)."""
+    if target == "impl" and kind == "manager":
+        return _impl_manager(policy)
     if target == "impl":
         module = "kvoffload.impl.factories"
         name = f"{policy}_{'manager' if kind == 'manager' else 'policy'}"
@@ -108,6 +117,24 @@ def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., A
                                 "from kvoffload.spec import BlockStatus"]
 
 
+def _impl_manager(policy: str) -> tuple[Callable[..., Any], str, list[str]]:
+    """The production manager running ``policy``, once ``CPUOffloadingManager`` offers it
+    (its named factory where ``kvoffload.impl.factories`` has one). The core is compiled
+    first, so that the search times the compiled code, not its plain-Python twin."""
+    from ...impl import MANAGER_POLICIES, CPUOffloadingManager, factories
+    from ...impl.core import runtime
+
+    runtime.wait()
+    named = f"{policy}_manager"
+    if hasattr(factories, named):
+        return getattr(factories, named), named, [f"from kvoffload.impl.factories import {named}"]
+    if policy not in MANAGER_POLICIES:
+        raise FactoryLoadError(f"the production manager does not run policy={policy!r} (it offers "
+                               f"{', '.join(MANAGER_POLICIES)}); use --target reference or --policies-only")
+    return (functools.partial(CPUOffloadingManager, policy=policy), f"functools.partial(CPUOffloadingManager, "
+            f"policy={policy!r})", ["import functools", "from kvoffload.impl import CPUOffloadingManager"])
+
+
 def run_exhaustive(
     factory: Callable[..., Any],
     *,
@@ -119,6 +146,7 @@ def run_exhaustive(
     touch_max: int = 2,
     store_max: int = 2,
     max_pins: int = 1,
+    distinguished: int = DISTINGUISHED,
     source: str = "make",
     imports: list[str] | None = None,
     progress: Callable[[str], None] | None = None,
@@ -126,23 +154,25 @@ def run_exhaustive(
 ) -> ExhaustiveRun:
     """Explore the reachable states of one capacity and policy (to ``depth`` if given)."""
     if hashes is None:
-        hashes = saturating_alphabet(kind, policy, capacity, max(touch_max, store_max, 1))
-    alphabet = hash_alphabet(hashes)
+        hashes = saturating_alphabet(kind, policy, capacity, max(touch_max, store_max, 1), distinguished)
+    alphabet = hash_alphabet(hashes, min(distinguished, hashes))
     make: Callable[[], Any]
     if kind == "manager":
         construct = f"{source}(num_blocks={capacity}, enable_events=True)"
         build = functools.partial(factory, num_blocks=capacity, enable_events=True)
         make = functools.partial(ManagerWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
-                                 store_max=store_max, max_pins=max_pins)
+                                 store_max=store_max, max_pins=max_pins, distinguished=distinguished)
     elif kind == "policy":
         construct = f"{source}(cache_capacity={capacity})"
         build = functools.partial(factory, cache_capacity=capacity)
-        make = functools.partial(PolicyWorld, build, capacity, policy, alphabet, touch_max, construct, imports)
+        make = functools.partial(PolicyWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
+                                 distinguished=distinguished)
     else:
         raise ValueError(f"kind={kind!r} is not 'manager' or 'policy'")
     result: Exploration[Any] = explore(make, depth, progress=progress, label=f"{policy} c={capacity} ",
                                        snapshots=snapshots)
-    return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, touch_max, store_max, max_pins, result)
+    return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, touch_max, store_max, max_pins,
+                         distinguished, result)
 
 
 @click.command("check-exhaustive", context_settings={"help_option_names": ["-h", "--help"]})
@@ -150,7 +180,8 @@ def run_exhaustive(
               help="Stop after this many calls (default: every reachable state).")
 @click.option("--capacity", type=click.IntRange(1, 4), required=True,
               help="Largest capacity C; every capacity 1..C is explored.")
-@click.option("--policy", type=click.Choice(["lru", "arc", "both"]), default="both", show_default=True)
+@click.option("--policy", type=click.Choice([*POLICY_NAMES, *POLICY_GROUPS]), default="both", show_default=True,
+              help="An exact policy, both (lru, arc) or all four.")
 @click.option("--target", default="impl", show_default=True,
               help="impl (production), reference (the model against itself) or MODULE:FACTORY.")
 @click.option("--policies-only", is_flag=True, help="Explore CachePolicy calls alone (P1-P6, L1-L3, A1-A6).")
@@ -161,22 +192,26 @@ def run_exhaustive(
               help="Longest prepare_store call.")
 @click.option("--max-pins", type=click.IntRange(1, 3), default=1, show_default=True,
               help="Most loads in flight on one block.")
+@click.option("--distinguished", type=click.IntRange(0, DISTINGUISHED), default=DISTINGUISHED, show_default=True,
+              help="How many of h0, h1 (h0's 64-bit fingerprint twin), h2 (h0's prefix) the alphabet keeps "
+                   "apart (I8); 0: every hash interchangeable, a far smaller space.")
 @click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,
-                     hashes: int | None, touch_max: int, store_max: int, max_pins: int, replay: bool,
-                     quiet: bool) -> None:
+                     hashes: int | None, touch_max: int, store_max: int, max_pins: int, distinguished: int,
+                     replay: bool, quiet: bool) -> None:
     """Prove every reachable state conforms (or every state within --depth calls).
 
     Exit status 0: all conform; 1: a violation (clause and shortest call sequence
     printed); 2: bad arguments.
     """
     kind = "policy" if policies_only else "manager"
-    policies = ["lru", "arc"] if policy == "both" else [policy]
+    policies = list(POLICY_GROUPS.get(policy, (policy,)))
     if target not in ("impl", "reference") and ":" not in target:
         raise click.UsageError(f"--target {target!r} is not impl, reference or MODULE:FACTORY")
-    if target not in ("impl", "reference") and policy == "both":
-        raise click.UsageError("with --target MODULE:FACTORY name the policy to compare with: --policy lru|arc")
+    if target not in ("impl", "reference") and policy in POLICY_GROUPS:
+        raise click.UsageError(f"with --target MODULE:FACTORY name the policy to compare with: "
+                               f"--policy {'|'.join(POLICY_NAMES)}")
     started = time.perf_counter()
     progress = None if quiet else stderr_progress
     runs: list[ExhaustiveRun] = []
@@ -188,7 +223,8 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
         for cap in range(1, capacity + 1):
             try:
                 run = run_exhaustive(factory, kind=kind, policy=name, capacity=cap, depth=depth, hashes=hashes,
-                                     touch_max=touch_max, store_max=store_max, max_pins=max_pins, source=source,
+                                     touch_max=touch_max, store_max=store_max, max_pins=max_pins,
+                                     distinguished=distinguished, source=source,
                                      imports=imports, progress=progress, snapshots=not replay)
             except TypeError as error:  # the factory does not take the suite's keywords
                 click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)

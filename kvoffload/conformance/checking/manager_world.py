@@ -32,27 +32,32 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from ...spec import ReferenceARCPolicy, ReferenceCPUBackend, ReferenceLRUPolicy, ReferenceManager
+from ...spec import ReferenceCPUBackend, ReferenceManager
 from ...spec.types import BlockStatus
 from ..lockstep.machine_base import Outcome, invoke
 from ..judge import confusable, event_blame, replay_events, victim_blame, victim_fault
 from ..reports.result import CallLog, ConformanceFailure
 from ..lockstep.strategies import OneShot
-from .symmetry import Relabel, canonical_calls, hash_alphabet
+from .policy_state import FIELDS, clone_policy, held, policy_key
+from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
 
-__all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "manager_alphabet_text", "render_op"]
+__all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
 
 #: One call: (method, hashes, success) — success only for complete_store.
 ManagerOp = tuple[str, tuple[bytes, ...], bool]
 
 
-def manager_alphabet_text(hashes: int, touch_max: int, store_max: int, max_pins: int) -> str:
+def distinguished_text(distinguished: int) -> str:
+    relations = ["h0", "h1 shares h0's first 8 bytes", "h2 is a prefix of h0"][:distinguished]
+    return f"{', '.join(relations)}, the rest are" if distinguished else "all"
+
+
+def manager_alphabet_text(hashes: int, touch_max: int, store_max: int, max_pins: int, distinguished: int = 3) -> str:
     return (
-        f"hashes H=h0..h{hashes - 1} (h1 shares h0's first 8 bytes, h2 is a prefix of h0, the rest are "
+        f"hashes H=h0..h{hashes - 1} ({distinguished_text(distinguished)} "
         f"interchangeable: symmetry-reduced); calls: touch(1..{touch_max} distinct of H, ordered), "
         f"prepare_store(1..{store_max} distinct of H, ordered, one-shot), "
         "complete_store(non-empty subset of pending, success=True|False, one-shot), "
@@ -98,15 +103,7 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
         twin.ref_cnt = block.ref_cnt
     backend._handed_out = {block_id: fresh[id(block)] for block_id, block in backend._handed_out.items()}
     backend._free_ids = list(backend._free_ids)
-    policy = copy.copy(manager.policy)
-    for name in ("order", "t1", "t2"):
-        entries = getattr(policy, name, None)
-        if entries is not None:
-            setattr(policy, name, OrderedDict((h, fresh[id(b)]) for h, b in entries.items()))
-    for name in ("b1", "b2"):
-        if hasattr(policy, name):
-            setattr(policy, name, OrderedDict(getattr(policy, name)))
-    new.backend, new.policy, new._events = backend, policy, list(manager._events)
+    new.backend, new.policy, new._events = backend, clone_policy(manager.policy, fresh), list(manager._events)
     return new
 
 
@@ -116,8 +113,7 @@ def _clonable(target: Any) -> bool:
         and set(vars(target)) == _MODEL_FIELDS
         and type(target.backend) in (ReferenceCPUBackend,)
         and set(vars(target.backend)) == {"block_size", "medium", "num_blocks", "_free_ids", "_handed_out"}
-        and isinstance(target.policy, (ReferenceLRUPolicy, ReferenceARCPolicy))
-        and set(vars(target.policy)) <= {"cache_capacity", "order", "t1", "t2", "b1", "b2", "p"}
+        and type(target.policy) in FIELDS
     )
 
 
@@ -135,6 +131,7 @@ class ManagerWorld:
         imports: list[str] | None = None,
         store_max: int = 2,
         max_pins: int = 1,
+        distinguished: int = DISTINGUISHED,
     ) -> None:
         self.capacity = capacity
         self.policy = policy
@@ -142,6 +139,7 @@ class ManagerWorld:
         self.touch_max = touch_max
         self.store_max = store_max
         self.max_pins = max_pins
+        self.fixed = distinguished  # pool[:fixed] keep their names (h0, h1, h2: I8)
         self.model = ReferenceManager(capacity, policy=policy, enable_events=True)
         self.target: Any = build()
         self.inflight: list[tuple[bytes, ...]] = []
@@ -153,7 +151,8 @@ class ManagerWorld:
         self.history: list[ManagerOp] = []
         self.last_store_refused = False
         self.copyable = True
-        self.probing = True
+        self.observing = True
+        self._log: CallLog | None = None  # lookups/gets after each call; off while probing
         self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
     # -- the alphabet -------------------------------------------------------------------
@@ -162,8 +161,7 @@ class ManagerWorld:
         return None if block is None else int(block.ref_cnt)
 
     def in_state(self) -> set[bytes]:
-        policy = self.model.policy
-        return set(self.model.blocks()) | set(getattr(policy, "b1", ())) | set(getattr(policy, "b2", ()))
+        return held(self.model.policy)
 
     def hashes_in_state(self) -> int:
         return len(self.in_state())
@@ -173,9 +171,9 @@ class ManagerWorld:
         present = frozenset(self.in_state())
         found = self._calls.get(present)
         if found is None:
-            touches: list[ManagerOp] = [("touch", s, True) for s in canonical_calls(self.pool, set(present), self.touch_max)]
+            touches: list[ManagerOp] = [("touch", s, True) for s in canonical_calls(self.pool, set(present), self.touch_max, self.fixed)]
             stores: list[ManagerOp] = [
-                ("prepare_store", s, True) for s in canonical_calls(self.pool, set(present), self.store_max)
+                ("prepare_store", s, True) for s in canonical_calls(self.pool, set(present), self.store_max, self.fixed)
             ]
             found = self._calls[present] = (touches, stores)
         return found
@@ -195,20 +193,8 @@ class ManagerWorld:
         return ops
 
     def fingerprint(self) -> Hashable:
-        policy = self.model.policy
-        name = Relabel(self.pool[:3])
-        lists: tuple[Any, ...]
-        if isinstance(policy, ReferenceARCPolicy):
-            lists = (
-                tuple((name(h), b.ref_cnt) for h, b in policy.t1.items()),
-                tuple((name(h), b.ref_cnt) for h, b in policy.t2.items()),
-                name.many(policy.b1),
-                name.many(policy.b2),
-                policy.p,
-            )
-        else:
-            assert isinstance(policy, ReferenceLRUPolicy)
-            lists = (tuple((name(h), b.ref_cnt) for h, b in policy.order.items()),)
+        name = Relabel(self.pool[: self.fixed])
+        lists = policy_key(self.model.policy, name)
         loads = tuple(sorted(name.many(load) for load in self.inflight))
         ids = tuple(sorted((name(h), block_id) for h, block_id in self.id_of.items()))
         return (lists, loads, ids)
@@ -236,11 +222,9 @@ class ManagerWorld:
         raise ConformanceFailure(ids, message, self.reproduction(check))
 
     def reproduction(self, check: str = "") -> str:
-        log = CallLog("m", self.imports)
-        for h in self.pool:
-            log.name(h)
-        for op in self.history:
-            log.add(render_op(op, log.name))
+        """The calls so far as a snippet; hashes named as in the failure's message (a
+        victim outside the alphabet gets the next name, defined in the snippet too)."""
+        log = self._log if self._log is not None and len(self._log.lines) == len(self.history) else self._names()
         return log.render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
     # -- one step -----------------------------------------------------------------------
@@ -250,27 +234,31 @@ class ManagerWorld:
         getattr(self, "_" + method)(list(hashes), success)
         self._take_events()
         self.model.check_invariants()
-        self.observe(method, success)
-        self.probe()
+        if self.observing:
+            self.observe(method, success)
 
     def probe(self) -> None:
         """Make the target's eviction order observable before states are merged on the
-        model's state: a copy completes every load and store in flight, then stores
-        ``capacity`` hashes that are never in the alphabet (evicting every block in one
-        call), judged against the model: a recency bug that has not yet changed a victim
-        is seen now, with those calls in the reproduction."""
+        model's state (this world is spent: the engine probes a copy or a state it
+        drops): touch every alphabet hash the model does not hold (a no-op in the model,
+        so a target's hidden memory of it shows), complete every load and store in
+        flight, then store ``capacity`` hashes
+        that are never in the alphabet (evicting every block in one call), judged against
+        the model: a recency bug that has not yet changed a victim is seen now, with
+        those calls in the reproduction."""
+        self.observing = False  # the probe judges victims and events; its states are spent
         blocks = self.model.blocks()
-        if not self.probing or not blocks:
+        if not blocks:
             return
-        twin = self.fork()
-        if twin is not None:
-            twin.probing = False
-            for load in list(dict.fromkeys(twin.inflight)):
-                twin.apply(("complete_load", load, True))
-            pending = tuple(h for h, b in blocks.items() if b.ref_cnt == -1)
-            if pending:
-                twin.apply(("complete_store", pending, True))
-            twin.apply(("prepare_store", tuple(PROBE_HASHES[: self.capacity]), True))
+        pending = tuple(h for h, b in blocks.items() if b.ref_cnt == -1)
+        forgotten = tuple(h for h in self.pool if h not in self.in_state())
+        if forgotten:  # a no-op for the model; a target still remembering one of them changes order
+            self.apply(("touch", forgotten, True))
+        for load in list(dict.fromkeys(self.inflight)):
+            self.apply(("complete_load", load, True))
+        if pending:
+            self.apply(("complete_store", pending, True))
+        self.apply(("prepare_store", tuple(PROBE_HASHES[: self.capacity]), True))
 
     def _call(self, method: str, items: list[bytes], clause: str, **keywords: Any) -> tuple[Outcome, Outcome]:
         oneshot = method in ("prepare_store", "complete_store")
@@ -394,8 +382,8 @@ class ManagerWorld:
         """The hashes looked up after a call: those in the state, the distinguished ones
         and one fresh free hash (the other fresh ones are its renamings), alphabet order."""
         in_state = self.in_state()
-        fresh = [h for h in self.pool[3:] if h not in in_state][:1]
-        return [h for h in self.pool if h in in_state or h in fresh or h in self.pool[:3]]
+        fresh = [h for h in self.pool[self.fixed :] if h not in in_state][:1]
+        return [h for h in self.pool if h in in_state or h in fresh or h in self.pool[: self.fixed]]
 
     def observe(self, method: str, success: bool) -> None:
         """M1 after every call (I7 after a refused store); I4 on the target's block ids."""
@@ -423,9 +411,13 @@ class ManagerWorld:
                           f"{log.name(h)} and {log.name(other)} are both present and share block {known}")
 
     def _names(self) -> CallLog:
-        log = CallLog("m", [])
+        """The reproduction's log (alphabet, then the calls): a message naming hashes
+        with it agrees with the snippet. Built only on the way to a failure."""
+        log = self._log = CallLog("m", self.imports)
         for h in self.pool:
             log.name(h)
+        for op in self.history:
+            log.add(render_op(op, log.name))
         return log
 
     def _lookup_mismatch(self, method: str, success: bool, query: list[bytes]) -> None:

@@ -3,7 +3,9 @@
 A *world* holds the reference model and a target in lockstep. ``enabled()`` lists the
 protocol-keeping calls of its state (computed from the MODEL: C1–C5 are properties of
 the caller), ``apply(op)`` makes one call on both sides and judges it (raising
-``ConformanceFailure``), ``fingerprint()`` is the canonical key of the joint state (the
+``ConformanceFailure``), ``probe()`` makes the target's hidden order observable and
+judges it (it spends the world: the engine probes a state it drops, or a copy of one it
+keeps), ``fingerprint()`` is the canonical key of the joint state (the
 model's whole state plus the target's observable state, with interchangeable hashes
 renamed: symmetry reduction), ``fork()`` is an independent copy (or ``None`` when the
 target cannot be copied: then the engine rebuilds the state by replaying its path from a
@@ -39,6 +41,7 @@ Op = TypeVar("Op", bound=Hashable)
 class World(Protocol[Op]):  # pragma: no cover - a protocol
     def enabled(self) -> list[Op]: ...
     def apply(self, op: Op) -> None: ...
+    def probe(self) -> None: ...
     def fingerprint(self) -> Hashable: ...
     def fork(self) -> World[Op] | None: ...
     def hashes_in_state(self) -> int: ...
@@ -85,7 +88,7 @@ def _confirm(make_world: Callable[[], World[Op]], path: list[Op], found: Conform
     reproduction then owes nothing to copies. If the replay conforms, the target is not
     deterministic or did not copy faithfully; that is said, with the original failure."""
     try:
-        _rebuild(make_world, path)
+        _rebuild(make_world, path).probe()
     except ConformanceFailure as failure:
         return failure
     return ConformanceFailure(
@@ -108,6 +111,8 @@ def explore(
 
     ``snapshots``: expand a state from ``fork()`` copies; off (or when ``fork`` returns
     ``None``), every transition rebuilds its source state by replaying the parent chain.
+    Every transition's target state is probed: in place when it merges into a known
+    state (it is dropped anyway), on a copy when it is new (it is expanded later).
     """
     result: Exploration[Op] = Exploration()
     started = last_report = time.perf_counter()
@@ -128,13 +133,18 @@ def explore(
                 result.transitions += 1
                 try:
                     child.apply(op)
+                    child_key = child.fingerprint()
+                    if child_key in parents:
+                        child.probe()
+                    else:
+                        probed = child.fork() if snapshots else None
+                        (probed or _rebuild(make_world, [*_path_to(parents, key), op])).probe()
                 except ConformanceFailure as failure:
                     result.failing_path = [*_path_to(parents, key), op]
                     result.failure = _confirm(make_world, result.failing_path, failure)
                     result.states, result.diameter = len(parents), level
                     result.seconds = time.perf_counter() - started
                     return result
-                child_key = child.fingerprint()
                 if child_key not in parents:
                     parents[child_key] = (key, op)
                     following.append((child_key, child))

@@ -28,11 +28,12 @@ import copy
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from ...spec import BlockStatus, ReferenceARCPolicy, ReferenceLRUPolicy
+from ...spec import BlockStatus, make_reference_policy
 from ..lockstep.machine_base import invoke
 from ..judge import victim_blame
 from ..reports.result import CallLog, ConformanceFailure
-from .symmetry import Relabel, canonical_calls
+from .policy_state import clone_policy, held, is_ghost, policy_key
+from .symmetry import DISTINGUISHED, Relabel, canonical_calls
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
 
@@ -80,14 +81,14 @@ class PolicyWorld:
         touch_max: int = 2,
         construct: str = "make()",
         imports: list[str] | None = None,
+        distinguished: int = DISTINGUISHED,
     ) -> None:
         self.capacity = capacity
         self.policy = policy
         self.pool = hashes
         self.touch_max = touch_max
-        self.model: ReferenceLRUPolicy | ReferenceARCPolicy = (
-            ReferenceARCPolicy(capacity) if policy == "arc" else ReferenceLRUPolicy(capacity)
-        )
+        self.fixed = distinguished  # pool[:fixed] keep their names (h0, h1, h2: I8)
+        self.model: Any = make_reference_policy(policy, capacity)
         self.target: Any = build()
         self.blocks: dict[bytes, BlockStatus] = {}
         self.all_blocks: list[tuple[BlockStatus, int]] = []  # block, the ref_cnt the caller set
@@ -95,27 +96,25 @@ class PolicyWorld:
         self.imports = imports or []
         self.history: list[PolicyOp] = []
         self.copyable = True
-        self.probing = True
+        self.observing = True
+        self._log: CallLog | None = None  # lookups/gets after each call; off while probing
         self.inserted = 0  # blocks inserted so far (their ids)
 
     def in_state(self) -> set[bytes]:
-        model = self.model
-        if isinstance(model, ReferenceARCPolicy):
-            return set(model.t1) | set(model.t2) | set(model.b1) | set(model.b2)
-        return set(model.order)
+        return held(self.model)
 
     def hashes_in_state(self) -> int:
         return len(self.in_state())
 
     def enabled(self) -> list[PolicyOp]:
         in_state = self.in_state()
-        singles = [seq[0] for seq in canonical_calls(self.pool, in_state, 1)]
+        singles = [seq[0] for seq in canonical_calls(self.pool, in_state, 1, self.fixed)]
         ops: list[PolicyOp] = []
         if len(self.blocks) < self.capacity:
             ops.extend(("insert", (h,), v) for h in singles if h not in self.blocks for v in REF_VALUES)
         for h, block in self.blocks.items():
             ops.extend(("set_ref", (h,), v) for v in REF_VALUES if v != block.ref_cnt)
-        ops.extend(("touch", seq, 0) for seq in canonical_calls(self.pool, in_state, self.touch_max))
+        ops.extend(("touch", seq, 0) for seq in canonical_calls(self.pool, in_state, self.touch_max, self.fixed))
         ops.extend(("remove", (h,), 0) for h in self.blocks)
         ops.append(("evict", (), 0))
         for n in range(1, self.capacity + 2):
@@ -124,17 +123,7 @@ class PolicyWorld:
         return ops
 
     def fingerprint(self) -> Hashable:
-        model = self.model
-        name = Relabel(self.pool[:3])
-        if isinstance(model, ReferenceARCPolicy):
-            return (
-                tuple((name(h), b.ref_cnt) for h, b in model.t1.items()),
-                tuple((name(h), b.ref_cnt) for h, b in model.t2.items()),
-                name.many(model.b1),
-                name.many(model.b2),
-                model.p,
-            )
-        return tuple((name(h), b.ref_cnt) for h, b in model.order.items())
+        return policy_key(self.model, Relabel(self.pool[: self.fixed]))
 
     def fork(self) -> PolicyWorld | None:
         """An independent copy: model, target and the caller's blocks copied together, so
@@ -151,19 +140,14 @@ class PolicyWorld:
         except Exception:  # rebuilt by replay instead
             self.copyable = False
             return None
-        new.model = copy.deepcopy(self.model, memo)
+        new.model = clone_policy(self.model, memo)
         new.blocks = {h: memo[id(b)] for h, b in self.blocks.items()}
         new.all_blocks = [(memo[id(b)], ref) for b, ref in self.all_blocks]
         new.history = list(self.history)
         return new
 
     def reproduction(self, check: str = "") -> str:
-        log = CallLog("p", list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *self.imports])))
-        for h in self.pool:
-            log.name(h)
-        names: dict[int, str] = {}
-        for op in self.history:
-            log.add(render_policy_op(op, log.name, names))
+        log = self._log if self._log is not None and len(self._log.lines) == len(self.history) else self._names()
         return log.render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
     def fail(self, clauses: str | tuple[str, ...], message: str, check: str = "") -> None:
@@ -202,25 +186,27 @@ class PolicyWorld:
             del self.blocks[hashes[0]]
         else:
             self._evict(number, set(hashes))
-        self.observe(method)
+        if self.observing:
+            self.observe(method)
         live = {id(b) for b in self.blocks.values()}
         self.all_blocks = [(b, ref) for b, ref in self.all_blocks if id(b) in live]
-        self.probe()
 
     def probe(self) -> None:
         """Make the target's eviction order observable before states are merged on the
-        model's state: a copy makes every block idle and evicts them all in one call,
-        judged against the model (so a recency bug that has not yet changed a victim is
-        seen now, with those calls in the reproduction)."""
-        if not self.probing or not self.blocks:
-            return
-        twin = self.fork()
-        if twin is not None:
-            twin.probing = False
-            for h, block in twin.blocks.items():
-                if block.ref_cnt != 0:  # the caller's own field: pending and read blocks become idle
-                    twin.apply(("set_ref", (h,), 0))
-            twin.apply(("evict", (), len(twin.blocks)))
+        model's state (this world is spent: the engine probes a copy or a state it
+        drops): touch every alphabet hash the model does not hold (a no-op in the model,
+        so hidden state such as untrimmed ghosts shows), make every block idle and evict
+        them all in one call, judged against the model (so a recency bug that has not
+        yet changed a victim is seen now, with those calls in the reproduction)."""
+        self.observing = False  # the probe judges victims and events; its states are spent
+        forgotten = tuple(h for h in self.pool if h not in self.in_state())
+        if forgotten:  # a no-op for the model; a target still remembering one of them changes order
+            self.apply(("touch", forgotten, 0))
+        for h, block in list(self.blocks.items()):
+            if block.ref_cnt != 0:  # the caller's own field: pending and read blocks become idle
+                self.apply(("set_ref", (h,), 0))
+        if self.blocks:
+            self.apply(("evict", (), len(self.blocks)))
 
     def _evict(self, n: int, protected: set[bytes]) -> None:
         value, error = invoke(self.target.evict, n, set(protected))
@@ -241,11 +227,19 @@ class PolicyWorld:
                     self.fail(("P5", "P1"), f"evict returned {h!r} with a block other than the one inserted")
                 del self.blocks[h]
 
+    def _names(self) -> CallLog:
+        """The reproduction's log (alphabet, then the calls), so that a message names
+        hashes as the snippet does. Built only on the way to a failure."""
+        log = self._log = CallLog("p", list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *self.imports])))
+        for h in self.pool:
+            log.name(h)
+        names: dict[int, str] = {}
+        for op in self.history:
+            log.add(render_policy_op(op, log.name, names))
+        return log
+
     def _name(self, h: bytes) -> str:
-        log = CallLog("p", [])
-        for known in self.pool:
-            log.name(known)
-        return log.name(h)
+        return self._names().name(h)
 
     def observe(self, method: str) -> None:
         for block, ref in self.all_blocks:
@@ -258,8 +252,8 @@ class PolicyWorld:
                 self.fail("P1", f"get raised {error!r}")
             entry = self.blocks.get(h)
             if entry is None and value is not None:
-                ghost = isinstance(self.model, ReferenceARCPolicy) and (h in self.model.b1 or h in self.model.b2)
-                self.fail(("A2", "P1") if ghost else ("P1", "I8"),
+                ghost = {"arc": "A2", "s3fifo": "F3"}.get(self.policy) if is_ghost(self.model, h) else None
+                self.fail((ghost, "P1") if ghost else ("P1", "I8"),
                           f"after {method}, get({h!r}) returned {value!r}, but it is not present",
                           f"p.get({self._name(h)}) is None")
             if entry is not None and value is not entry:

@@ -1,0 +1,111 @@
+"""The exact reference policies' state, as the model checker keys and copies it (issue 15).
+
+One home for what both worlds need of a policy (L1, A1, F1, V1): its fields in a fixed
+order (``FIELDS``), the hashes it holds (present and ghosts: ``held``), a canonical key
+with free hashes renamed (``policy_key``) and a copy sharing remapped blocks
+(``clone_policy``). A field is an ordered dict of hashes (to a ``BlockStatus``, to an
+entry with ``block`` and a counter or bit, or to ``None`` for ghosts), a hash (SIEVE's
+hand) or a number (ARC's ``p``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from ...spec import (
+    BlockStatus,
+    ReferenceARCPolicy,
+    ReferenceLRUPolicy,
+    ReferenceS3FIFOPolicy,
+    ReferenceSIEVEPolicy,
+)
+
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "clone_policy", "is_ghost"]
+
+#: The state fields of each exact policy, in key order.
+FIELDS: dict[type, tuple[str, ...]] = {
+    ReferenceLRUPolicy: ("order",),
+    ReferenceARCPolicy: ("t1", "t2", "b1", "b2", "p"),
+    ReferenceS3FIFOPolicy: ("small", "main", "ghost"),
+    ReferenceSIEVEPolicy: ("queue", "hand"),
+}
+#: Fields holding hashes that are remembered but not present (A2, F3).
+_GHOST_FIELDS = frozenset({"b1", "b2", "ghost"})
+
+
+def ghost_capacity(policy: str, capacity: int) -> int:
+    """Most ghost hashes a policy of ``capacity`` blocks holds besides its residents
+    (A1: |T1|+|T2|+|B1|+|B2| <= 2c, counted generously as 2c; F6: G's bound)."""
+    if policy == "arc":
+        return 2 * capacity
+    if policy == "s3fifo":
+        return ReferenceS3FIFOPolicy(capacity).ghost_bound
+    return 0
+
+
+def _fields(policy: Any) -> tuple[str, ...]:
+    fields = FIELDS.get(type(policy))
+    if fields is None:
+        raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
+    return fields
+
+
+def held(policy: Any) -> set[bytes]:
+    """Every hash the policy's state names: present and ghosts."""
+    found: set[bytes] = set()
+    for field in _fields(policy):
+        value = getattr(policy, field)
+        if isinstance(value, dict):
+            found.update(value)
+    return found
+
+
+def is_ghost(policy: Any, h: bytes) -> bool:
+    """Whether the policy remembers ``h`` without holding it (A2, F3)."""
+    return any(h in getattr(policy, field) for field in _fields(policy) if field in _GHOST_FIELDS)
+
+
+def _entry_key(value: Any) -> Hashable:
+    if value is None:
+        return None
+    if isinstance(value, BlockStatus):
+        return int(value.ref_cnt)
+    counter = getattr(value, "freq", getattr(value, "visited", None))
+    return (int(value.block.ref_cnt), counter)
+
+
+def policy_key(policy: Any, name: Callable[[bytes], int]) -> tuple[Hashable, ...]:
+    """Every field, in order, hashes renamed by ``name`` (``symmetry.Relabel``)."""
+    key: list[Hashable] = []
+    for field in _fields(policy):
+        value = getattr(policy, field)
+        if isinstance(value, dict):
+            key.append(tuple((name(h), _entry_key(v)) for h, v in value.items()))
+        elif isinstance(value, bytes):
+            key.append(name(value))
+        else:
+            key.append(value)
+    return tuple(key)
+
+
+def _clone_entry(value: Any, blocks: dict[int, BlockStatus]) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, BlockStatus):
+        return blocks[id(value)]
+    twin = copy.copy(value)
+    twin.block = blocks[id(value.block)]
+    return twin
+
+
+def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
+    """A copy whose entries point at ``blocks[id(old block)]`` (the caller's copies)."""
+    new = copy.copy(policy)
+    for field in _fields(policy):
+        value = getattr(policy, field)
+        if isinstance(value, dict):
+            setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
+    return new
