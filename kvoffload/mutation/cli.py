@@ -55,8 +55,9 @@ def _finish(target_name: str, workdir: Path, header: str, report: Path | None, c
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per mutant")
 @click.option("--report", type=click.Path(path_type=Path), default=None, help="also write the markdown here")
 @click.option("--check", is_flag=True, help="exit 1 if a mutant survives that is not classified equivalent")
+@click.option("--resume", is_flag=True, help="keep the sessions in --workdir: judge what is left and the survivors again")
 def run(target_name: str, sample: int, seed: int, workdir: Path | None, python: str | None,
-        timeout: float, report: Path | None, check: bool) -> None:
+        timeout: float, report: Path | None, check: bool, resume: bool) -> None:
     """Copy the target's files, let cosmic-ray mutate them, judge each mutant with the suite."""
     _need_cosmic_ray()
     from .session import run_target
@@ -66,7 +67,7 @@ def run(target_name: str, sample: int, seed: int, workdir: Path | None, python: 
     if python is None:
         python = os.environ.get("KVOFFLOAD_VLLM_PYTHON", DEFAULT_VLLM_PYTHON) if target.needs_vllm else sys.executable
     started = time.monotonic()
-    in_scope, chosen = run_target(target, workdir, python, sample, seed, timeout)
+    in_scope, chosen = run_target(target, workdir, python, sample, seed, timeout, resume)
     seconds = time.monotonic() - started
     what = f"a seeded sample of {chosen} (seed {seed})" if chosen < in_scope else f"all {chosen}"
     header = (f"### `{target_name}`: {what} of {in_scope} in-scope mutants, {seconds / 60:.1f} min\n\n"

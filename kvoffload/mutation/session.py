@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import sqlite3
 import subprocess
 import sys
 import time
@@ -131,18 +132,46 @@ def _start_server(target: Target, python: str, scratch: Path, socket_path: Path,
     return server
 
 
-def run_target(target: Target, workdir: Path, python: str, sample: int, seed: int, timeout: float) -> tuple[int, int]:
-    """Copy, init, select, execute. Returns (in-scope mutants, mutants run)."""
+def _forget_survivors(sessions: list[Session]) -> None:
+    """Drop the results of surviving mutants so ``cosmic-ray exec`` judges them again (the
+    suite only gained checks: generation is unchanged, so a killed mutant stays killed)."""
+    for session in sessions:
+        with sqlite3.connect(session.database) as database:
+            database.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'")
+
+
+def _counts(sessions: list[Session]) -> tuple[int, int]:
+    in_scope = chosen = 0
+    for session in sessions:
+        with sqlite3.connect(session.database) as database:
+            rows = database.execute(
+                "SELECT r.output FROM work_items w LEFT JOIN work_results r ON w.job_id = r.job_id"
+            ).fetchall()
+        for (output,) in rows:
+            output = output or ""
+            in_scope += not output.startswith((SKIP_OUT_OF_SCOPE, SKIP_EQUIVALENT))
+            chosen += not output.startswith((SKIP_OUT_OF_SCOPE, SKIP_EQUIVALENT, SKIP_NOT_SAMPLED))
+    return in_scope, chosen
+
+
+def run_target(target: Target, workdir: Path, python: str, sample: int, seed: int, timeout: float,
+               resume: bool = False) -> tuple[int, int]:
+    """Copy, init, select, execute. Returns (in-scope mutants, mutants run). ``resume``:
+    keep the sessions, judge the mutants not judged yet and the survivors again."""
     workdir.mkdir(parents=True, exist_ok=True)
     scratch = build_scratch(target, source_dir(target, python), workdir)
     socket_path = workdir / "judge.sock"
     socket_path.unlink(missing_ok=True)
     sessions = sessions_of(target, workdir)
-    for session in sessions:
-        session.database.unlink(missing_ok=True)
-        _write_config(session, scratch / target.package / session.file, socket_path, timeout)
-        _cosmic_ray("init", str(session.config), str(session.database))
-    counts = select(target, workdir, sessions, sample, seed)
+    if resume:
+        _forget_survivors(sessions)
+        counts = _counts(sessions)
+    else:
+        for session in sessions:
+            session.database.unlink(missing_ok=True)
+            _write_config(session, scratch / target.package / session.file, socket_path, timeout)
+            _cosmic_ray("init", str(session.config), str(session.database))
+        counts = select(target, workdir, sessions, sample, seed)
     server = _start_server(target, python, scratch, socket_path, workdir / "server.log")
     try:
         for session in sessions:
