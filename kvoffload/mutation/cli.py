@@ -30,7 +30,7 @@ def mutation() -> None:
 
 
 def _finish(target_name: str, workdir: Path, header: str, report: Path | None, check: bool) -> None:
-    from .report import bar, render, tally
+    from .report import render, tally
 
     target = TARGETS[target_name]
     tallies = tally(target, workdir)
@@ -39,7 +39,6 @@ def _finish(target_name: str, workdir: Path, header: str, report: Path | None, c
     if report is not None:
         report.write_text(text + "\n", encoding="utf-8")
     failing = [s for t in tallies for s in t.survivors if s.verdict != EQUIVALENT]
-    killed, non_equivalent, ratio = bar(tallies)
     if check and failing:
         click.echo(f"FAIL: {len(failing)} surviving mutant(s) not known to be equivalent: "
                    + ", ".join(s.key for s in failing), err=True)

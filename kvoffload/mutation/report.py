@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .classified import CLASSIFIED, EQUIVALENT
+from .classified import CLASSIFIED, EQUIVALENT, UNREACHABLE
 from .session import SKIP_EQUIVALENT, SKIP_NOT_SAMPLED, SKIP_OUT_OF_SCOPE, copy_of, sessions_of
 from .static import ANNOTATION_REASON, in_unevaluated_annotation
 from .targets import Target
@@ -96,25 +96,28 @@ def tally(target: Target, workdir: Path) -> list[FileTally]:
     return tallies
 
 
-def bar(tallies: list[FileTally]) -> tuple[int, int, float]:
-    """(killed incl. timeouts and crashes, non-equivalent mutants run, the ratio)."""
+def bar(tallies: list[FileTally]) -> tuple[int, int, int]:
+    """(killed incl. timeouts and load failures, non-equivalent mutants run outside the
+    ``unreachable`` survivors, ``unreachable`` survivors)."""
     killed = sum(t.killed + t.timeout + t.crashed for t in tallies)
-    equivalent = sum(1 for t in tallies for s in t.survivors if s.verdict == EQUIVALENT)
-    non_equivalent = sum(t.run for t in tallies) - equivalent
-    return killed, non_equivalent, killed / non_equivalent if non_equivalent else 1.0
+    verdicts = Counter(s.verdict for t in tallies for s in t.survivors)
+    unreachable = verdicts[UNREACHABLE]
+    return killed, sum(t.run for t in tallies) - verdicts[EQUIVALENT] - unreachable, unreachable
 
 
 def render(target: Target, tallies: list[FileTally], header: str) -> str:
-    lines = [header, "", "| file | mutants | out of scope | equivalent, not run | sampled out | run | killed | timeout | crash | survived | first clause named (killed) |",
+    lines = [header, "", "| file | mutants | out of scope | equivalent, not run | sampled out | run | killed | timeout | fails to load | survived | first clause named (killed) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for t in tallies:
         clauses = ", ".join(f"{c} {n}" for c, n in t.first_clauses.most_common(6))
         lines.append(f"| `{t.file}` | {t.total} | {t.out_of_scope} | {t.equivalent_static} | {t.not_sampled} | {t.run} | {t.killed} | "
                      f"{t.timeout} | {t.crashed} | {len(t.survivors)} | {clauses} |")
-    killed, non_equivalent, ratio = bar(tallies)
+    killed, reachable, unreachable = bar(tallies)
     pending = sum(t.pending for t in tallies)
-    lines += ["", f"Killed {killed} of {non_equivalent} non-equivalent mutants run: **{ratio:.1%}**"
-              + (f" ({pending} not run yet)" if pending else "") + "."]
+    lines += ["", f"Killed {killed} of {reachable} non-equivalent mutants run: **{killed / max(reachable, 1):.1%}**"
+              + (f"; counting the {unreachable} that change only unreachable or metrics-only code as well: "
+                 f"{killed} of {reachable + unreachable}, {killed / max(reachable + unreachable, 1):.1%}" if unreachable else "")
+              + (f" ({pending} selected mutants not run yet)" if pending else "") + "."]
     survivors = [s for t in tallies for s in t.survivors]
     if survivors:
         lines += ["", "Survivors:", ""]
