@@ -1,6 +1,6 @@
 """Survivors judged by hand: is the mutant equivalent to the original, and why.
 
-Keyed by ``target|file|line:column|operator`` (cosmic-ray's position of the mutation in
+Keyed by ``target|file|line:column|operator#occurrence`` (cosmic-ray's position of the mutation in
 the original file, which the scratch copy keeps). Verdicts:
 
 - ``equivalent``: no caller can tell the mutant from the original (the reason says why);
@@ -19,31 +19,38 @@ NOT_EQUIVALENT = "not equivalent"
 UNREACHABLE = "unreachable"
 
 _M = "vllm-cpu|manager.py|"
+_RL = "reference-policies|lru.py|"
 
 CLASSIFIED: dict[str, tuple[str, str]] = {
-    _M + "148:27|core/ReplaceComparisonOperator_IsNot_NotEq": (EQUIVALENT, (
+    _RL + "57:28|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
+        "`len(victims) >= n` for `==`: victims grow one at a time from 0, so the loop stops at the "
+        "same length")),
+    _RL + "58:16|core/ReplaceBreakWithContinue#0": (EQUIVALENT, (
+        "`continue` for `break` once n victims are chosen: every later iteration continues before "
+        "appending, so the victims are the same (only the early exit is lost)")),
+    _M + "148:27|core/ReplaceComparisonOperator_IsNot_NotEq#0": (EQUIVALENT, (
         "`state.owner != self`: CPUOffloadingManager defines no __eq__, so != is identity")),
-    _M + "33:17|core/ReplaceTrueWithFalse": (EQUIVALENT, (
+    _M + "33:17|core/ReplaceTrueWithFalse#0": (EQUIVALENT, (
         "`@dataclass(slots=False)`: no code sets an undeclared attribute on _RequestCacheAccess; "
         "only memory layout changes")),
-    _M + "330:55|core/NumberReplacer": (EQUIVALENT, (
+    _M + "330:55|core/NumberReplacer#47": (EQUIVALENT, (
         "a weaker internal assertion (`>= -1`): the evictable count is exact (the policy evicts "
         "idle chunks only), so the original assertion never fails either")),
-    _M + "405:38|core/ReplaceComparisonOperator_NotEq_Lt": (EQUIVALENT, (
+    _M + "405:38|core/ReplaceComparisonOperator_NotEq_Lt#1": (EQUIVALENT, (
         "`cache_generation < current` for `!=`: generations only grow and a request's state takes "
         "the current one, so the state's generation is never greater")),
-    _M + "277:43|core/ReplaceComparisonOperator_GtE_Eq": (UNREACHABLE, (
+    _M + "277:43|core/ReplaceComparisonOperator_GtE_Eq#4": (UNREACHABLE, (
         "store_threshold admission (`self.counts is not None`): off under the factory convention "
         "(vLLM's default store_threshold=1)")),
-    _M + "225:52|core/NumberReplacer": (UNREACHABLE, (
+    _M + "225:52|core/NumberReplacer#29": (UNREACHABLE, (
         "the evictable count is not lowered on a 0 -> 1 load: prepare_store's early `return None` "
         "is skipped but the policy's evict still refuses, so every answer is the same; only "
         "get_stats' usage gauge differs (metrics, no clause)")),
-    _M + "98:52|core/ReplaceBinaryOperator_Sub_BitXor": (NOT_EQUIVALENT, (
+    _M + "98:52|core/ReplaceBinaryOperator_Sub_BitXor#1": (NOT_EQUIVALENT, (
         "fresh chunks counted as capacity XOR allocated: after a failed store a chunk id equal to "
         "the capacity is handed out (a write past the CPU buffer). It survived the suite as it "
         "was; the suite now checks B4's range of CPU block ids and kills it (re-judged)")),
-    _M + "405:12|core/ReplaceOrWithAnd": (NOT_EQUIVALENT, (
+    _M + "405:12|core/ReplaceOrWithAnd#3": (NOT_EQUIVALENT, (
         "on_request_finished applies a request that began before reset_cache to the new cache "
         "generation. The machine opens and finishes a request within one rule, so a reset never "
         "falls inside a request: a gap in generation (and K7 does not yet say what such a request "

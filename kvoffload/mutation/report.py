@@ -45,7 +45,8 @@ class FileTally:
 
 def _key(target: Target, file: str, mutation: Any) -> str:
     line, column = mutation.start_pos
-    return f"{target.name}|{file}|{line}:{column}|{mutation.operator_name}"
+    # the occurrence too: NumberReplacer makes two mutants (+1, -1) at one position
+    return f"{target.name}|{file}|{line}:{column}|{mutation.operator_name}#{mutation.occurrence}"
 
 
 def _classify(target: Target, copy: Path, key: str, mutation: Any) -> tuple[str, str]:
