@@ -39,6 +39,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _M + "405:38|core/ReplaceComparisonOperator_NotEq_Lt#1": (EQUIVALENT, (
         "`cache_generation < current` for `!=`: generations only grow and a request's state takes "
         "the current one, so the state's generation is never greater")),
+    _M + "63:30|core/ReplaceFalseWithTrue#1": (UNREACHABLE, (
+        "the default of `enable_events` becomes True: the factory convention always passes "
+        "enable_events, so the default is never used")),
     _M + "277:43|core/ReplaceComparisonOperator_GtE_Eq#4": (UNREACHABLE, (
         "store_threshold admission (`self.counts is not None`): off under the factory convention "
         "(vLLM's default store_threshold=1)")),
