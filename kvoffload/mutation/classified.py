@@ -42,6 +42,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _M + "63:30|core/ReplaceFalseWithTrue#1": (UNREACHABLE, (
         "the default of `enable_events` becomes True: the factory convention always passes "
         "enable_events, so the default is never used")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_Mod#4": (UNREACHABLE, (
+        "the skipped-store counter of store_threshold admission (`self.counts is not None`): off "
+        "under the factory convention, and read only by get_stats")),
     _M + "277:43|core/ReplaceComparisonOperator_GtE_Eq#4": (UNREACHABLE, (
         "store_threshold admission (`self.counts is not None`): off under the factory convention "
         "(vLLM's default store_threshold=1)")),
