@@ -20,8 +20,19 @@ UNREACHABLE = "unreachable"
 
 _M = "vllm-cpu|manager.py|"
 _RL = "reference-policies|lru.py|"
+_VP = "vllm-cpu|policies/"
+_OVERRIDE = "`@override` removed: a typing marker (it only sets `__override__`); nothing reads it at run time"
 
 CLASSIFIED: dict[str, tuple[str, str]] = {
+    _VP + "lru.py|95:4|core/RemoveDecorator#4": (EQUIVALENT, _OVERRIDE),
+    _VP + "lru.py|55:27|core/ReplaceComparisonOperator_Lt_IsNot#0": (EQUIVALENT, (
+        "heap compaction only when the heap size is exactly the bound: compaction rebuilds the "
+        "lazy heap from the same ranks, so victims are the same; only memory and time differ")),
+    _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_Gt#0": (NOT_EQUIVALENT, (
+        "order_request_keys never sorts by token position: visible only when the request context "
+        "gives key positions across several KV cache groups (the manager already sorts each "
+        "group). The suite's requests carry no positions and one group, and the contract's K5 "
+        "speaks of request order only: a gap, not fixed")),
     _RL + "57:28|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
         "`len(victims) >= n` for `==`: victims grow one at a time from 0, so the loop stops at the "
         "same length")),
