@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .classified import CLASSIFIED, EQUIVALENT, UNREACHABLE
+from .classified import CLASSIFIED, EQUIVALENT, KILLED_NOW, UNREACHABLE
 from .session import SKIP_EQUIVALENT, SKIP_NOT_SAMPLED, SKIP_OUT_OF_SCOPE, copy_of, sessions_of
-from .static import ANNOTATION_REASON, in_unevaluated_annotation
+from .static import ANNOTATION_REASON, OVERRIDE_REASON, in_unevaluated_annotation, removes_override
 from .targets import Target
 
 __all__ = ["FileTally", "Survivor", "render", "tally"]
@@ -54,6 +54,8 @@ def _classify(target: Target, copy: Path, key: str, mutation: Any) -> tuple[str,
         return CLASSIFIED[key]
     if in_unevaluated_annotation(copy, mutation.start_pos):
         return EQUIVALENT, ANNOTATION_REASON
+    if removes_override(copy, mutation.operator_name, mutation.start_pos):
+        return EQUIVALENT, OVERRIDE_REASON
     return "unclassified", ""
 
 
@@ -98,10 +100,10 @@ def tally(target: Target, workdir: Path) -> list[FileTally]:
 
 
 def bar(tallies: list[FileTally]) -> tuple[int, int, int]:
-    """(killed incl. timeouts and load failures, non-equivalent mutants run outside the
+    """(killed incl. timeouts, load failures and survivors the suite kills since, non-equivalent mutants run outside the
     ``unreachable`` survivors, ``unreachable`` survivors)."""
-    killed = sum(t.killed + t.timeout + t.crashed for t in tallies)
     verdicts = Counter(s.verdict for t in tallies for s in t.survivors)
+    killed = sum(t.killed + t.timeout + t.crashed for t in tallies) + verdicts[KILLED_NOW]
     unreachable = verdicts[UNREACHABLE]
     return killed, sum(t.run for t in tallies) - verdicts[EQUIVALENT] - unreachable, unreachable
 

@@ -4,6 +4,7 @@ In a module with ``from __future__ import annotations`` (PEP 563) no annotation 
 evaluated, so a mutant inside one (cosmic-ray rewrites the ``|`` of ``X | None`` into each
 other binary operator) cannot change behaviour. vLLM's modules evaluate their annotations
 at definition time, so there such mutants are real (they fail at import) and are run.
+The report also recognises a removed ``@override`` (a typing marker) as equivalent.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import ast
 from functools import cache
 from pathlib import Path
 
-__all__ = ["ANNOTATION_REASON", "in_unevaluated_annotation"]
+__all__ = ["ANNOTATION_REASON", "OVERRIDE_REASON", "in_unevaluated_annotation", "removes_override"]
 
 ANNOTATION_REASON = "inside an annotation of a module with `from __future__ import annotations`: never evaluated"
 
@@ -45,3 +46,14 @@ def _annotation_spans(path: Path) -> tuple[Span, ...]:
 def in_unevaluated_annotation(path: Path, start: tuple[int, int]) -> bool:
     """Whether a mutation starting at ``start`` (line, column) lies in a postponed annotation."""
     return any(low <= tuple(start) < high for low, high in _annotation_spans(path))
+
+
+OVERRIDE_REASON = "`@override` removed: a typing marker (it only sets `__override__`); nothing reads it at run time"
+
+
+def removes_override(path: Path, operator: str, start: tuple[int, int]) -> bool:
+    """Whether the mutant removes a ``@override`` decorator (typing_extensions/typing)."""
+    if operator != "core/RemoveDecorator":
+        return False
+    line = path.read_text(encoding="utf-8").splitlines()[start[0] - 1]
+    return line.strip() in ("@override", "@typing.override", "@typing_extensions.override")
