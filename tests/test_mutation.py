@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -85,25 +86,26 @@ def test_mutation_default_suite_kills_a_cosmic_ray_mutant(scratch: Path) -> None
 
 def test_mutation_selection_is_scoped_and_seeded(scratch: Path) -> None:
     sessions = sessions_of(REFERENCE_POLICIES, scratch)
+    for session in sessions:  # cosmic-ray finds the mutants once; each round selects on a fresh copy
+        session.config.write_text(
+            f'[cosmic-ray]\nmodule-path = "{scratch / "src" / "kvo_mut_spec" / session.file}"\n'
+            'timeout = 10.0\nexcluded-modules = []\ntest-command = "false"\n\n'
+            '[cosmic-ray.distributor]\nname = "local"\n'
+        )
+        subprocess.run([sys.executable, "-m", "cosmic_ray.cli", "init", str(session.config),
+                        str(session.database.with_suffix(".init"))], check=True)
     chosen: list[set[str]] = []
     for _ in range(2):
         for session in sessions:
-            session.config.write_text(
-                f'[cosmic-ray]\nmodule-path = "{scratch / "src" / "kvo_mut_spec" / session.file}"\n'
-                'timeout = 10.0\nexcluded-modules = []\ntest-command = "false"\n\n'
-                '[cosmic-ray.distributor]\nname = "local"\n'
-            )
-            session.database.unlink(missing_ok=True)
-            subprocess.run([sys.executable, "-m", "cosmic_ray.cli", "init", str(session.config),
-                            str(session.database)], check=True)
+            shutil.copyfile(session.database.with_suffix(".init"), session.database)
         in_scope, selected = select(REFERENCE_POLICIES, scratch, sessions, sample=7, seed=3)
         assert selected == 7 and in_scope > 7
         pending: set[str] = set()
         reasons: set[str] = set()
         for session in sessions:
             with use_db(str(session.database), WorkDB.Mode.open) as database:
-                pending |= {f"{session.file}:{item.job_id[:0]}{item.mutations[0].start_pos}"
-                            f"{item.mutations[0].operator_name}" for item in database.pending_work_items}
+                pending |= {f"{session.file}:{item.mutations[0].start_pos}{item.mutations[0].operator_name}"
+                            f"#{item.mutations[0].occurrence}" for item in database.pending_work_items}
                 reasons |= {result.output.split(":")[0] for _, result in database.results}
         assert len(pending) == 7
         assert reasons == {SKIP_OUT_OF_SCOPE.split(":")[0], SKIP_EQUIVALENT.split(":")[0], SKIP_NOT_SAMPLED}
