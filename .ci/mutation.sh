@@ -18,7 +18,7 @@ if [ "${1:-}" = "--ci" ]; then
   # random.Random(0).sample(range(n), k) with k small draws a prefix of the k=60/k=30
   # draws of the report, so these mutants' verdicts are among the report's.
   timeout 240 "$PY" -m kvoffload mutation run --target reference-policies --sample "${REF_SAMPLE:-4}" --seed 0 --workdir .mutation/ci-reference-policies --check
-  timeout 300 "$PY" -m kvoffload mutation run --target vllm-cpu --python "$VLLM_PY" --sample "${VLLM_SAMPLE:-5}" --seed 0 --workdir .mutation/ci-vllm-cpu --check
+  timeout 420 "$PY" -m kvoffload mutation run --target vllm-cpu --python "$VLLM_PY" --sample "${VLLM_SAMPLE:-5}" --seed 0 --workdir .mutation/ci-vllm-cpu --check
 else
   mkdir -p .mutation
   "$PY" -m kvoffload mutation run --target reference-policies --sample 30 --seed 0 --report .mutation/reference-policies.md
