@@ -5,7 +5,9 @@
 # (real generation included). Then vLLM 0.33's pure-Python modules over that environment
 # (.ci/vllm033_overlay.sh: the wheel downloaded once, cached in .venv-vllm033-overlay/)
 # and the lane's tests that need no model run again against them.
-# Bounded: every step runs under `timeout`, 30 minutes in all.
+# Then a seeded sample of cosmic-ray's mutants of vLLM's CPU manager and policies and of our
+# reference policies, each judged by the conformance suite (.ci/mutation.sh --ci).
+# Bounded: every step runs under `timeout` (the mutation sample: at most 11 min; ~6 measured).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
@@ -67,5 +69,8 @@ VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" HF_HUB_OFFLINE=1 timeout "$left" \
 step "benchmarks through vLLM's interface still run (quick sizes, vLLM's own manager beside ours)"
 timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
 timeout 300 "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
+
+step "mutation testing, the bounded CI sample (docs/mutation-report.md; ~6 min)"
+KVOFFLOAD_VLLM_PYTHON="$PY" bash .ci/mutation.sh --ci
 
 step "done"

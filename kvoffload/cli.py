@@ -48,6 +48,7 @@ class LazyGroup(click.Group):
         "simulate-tier": "kvoffload.impl.tiers.faultrun:simulate_tier",
         "check-exhaustive": "kvoffload.conformance.checking.exhaustive:check_exhaustive",
         "replay": "kvoffload.replay.cli:replay",
+        "mutation": "kvoffload.mutation.cli:mutation",
     },
     context_settings={"help_option_names": ["-h", "--help"]},
 )

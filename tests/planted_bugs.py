@@ -20,7 +20,7 @@ from kvoffload.spec import (
     ReferenceManager,
     read_hashes,
 )
-from kvoffload.spec.types import PrepareStoreOutput
+from kvoffload.spec.types import CPULoadStoreSpec, PrepareStoreOutput
 
 # ---------------------------------------------------------------- policies (used by managers too)
 
@@ -488,3 +488,17 @@ def manager_aliasing_backend(num_blocks, enable_events=False):
 
 def backend_factory(cls):
     return lambda num_blocks: cls(num_blocks)
+
+
+class StoreIdPastCapacity(ReferenceManager):
+    """B4: the last block id of every store spec is offset by the capacity (an address past
+    the CPU buffer); what a cosmic-ray mutant of vLLM's chunk allocator did (XOR for minus)."""
+
+    def prepare_store(self, block_hashes):
+        output = super().prepare_store(block_hashes)
+        if output is not None and len(output.block_hashes_to_store):
+            ids = output.store_spec.block_ids.tolist()
+            ids[-1] += self.num_blocks
+            output = PrepareStoreOutput(output.block_hashes_to_store, CPULoadStoreSpec(ids),
+                                        output.block_hashes_evicted)
+        return output

@@ -31,6 +31,7 @@ CAUGHT: list[tuple[str, str, Any, str, bool, set[str]]] = [
     ("fingerprint", "manager", pb.manager_fingerprint, "any", False, {"I8", "M5", "M1"}),
     ("iterates_twice", "manager", pb.IteratesTwice, "any", False, {"M0"}),
     ("spurious_refusal", "manager", pb.SpuriousRefusal, "any", False, {"I6"}),
+    ("store_id_past_capacity", "manager", pb.StoreIdPastCapacity, "any", False, {"B4"}),
     ("aliasing_backend", "manager", pb.manager_aliasing_backend, "any", False, {"I4"}),
     ("over_allocate", "backend", pb.backend_factory(pb.OverAllocatingBackend), "any", True, {"B2"}),
     ("double_free", "backend", pb.backend_factory(pb.DoubleFreeBackend), "any", True, {"B3"}),

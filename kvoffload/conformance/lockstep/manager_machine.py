@@ -432,6 +432,13 @@ class ManagerMachine(ConformanceMachine):
                           f"len({var}.store_spec.block_ids) == {len(to_store)}")
             for index, h in enumerate(got_to_store):
                 self.id_of[h] = (int(ids[index]), f"{var}.store_spec.block_ids[{index}]")
+            # B4: a CPU block id addresses the backend's buffer, so it lies in [0, capacity)
+            # (vLLM 0.32's CPU spec has no medium(); its class name says CPU).
+            if medium == "CPU" or type(spec).__name__.startswith("CPU"):
+                outside = [int(i) for i in ids if not 0 <= int(i) < self.capacity]
+                if outside:
+                    self.fail("B4", f"store_spec addresses block {outside[0]}, outside [0, {self.capacity})",
+                              f"all(0 <= int(i) < {self.capacity} for i in {var}.store_spec.block_ids)")
         if evicted:
             self.sweep(("M5",), "after prepare_store evicted " + ", ".join(map(self.log.name, evicted)))
 

@@ -1,0 +1,51 @@
+"""The kill test of one mutant: the conformance suite at its default settings.
+
+Each suite is ``run_conformance(kind, factory, policy=mode)`` with the default budget,
+seed 0 and the interface detected from the target, as ``kvoffload conform`` runs it; only
+shrinking is off (``shrink=False``: the same verdict and clauses, found the same way, for
+a fraction of the time — the shrunk reproduction is not needed to call a mutant killed).
+Exit status: 0 every suite conforms (the mutant survived), 1 a violation (killed),
+2 the target could not be built or the suite crashed on it (killed, reported as such).
+"""
+
+from __future__ import annotations
+
+import importlib
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from .targets import TARGETS, Suite
+
+__all__ = ["judge", "suite_factory"]
+
+
+def suite_factory(suite: Suite) -> Callable[..., Any]:
+    """The target factory of ``suite``, imported from the (mutated) scratch package."""
+    built: Any = getattr(importlib.import_module(suite.module), suite.attribute)
+    policy_name = suite.cache_policy
+    if policy_name is None:
+        return built  # type: ignore[no-any-return]
+
+    def make_manager(num_blocks: int, enable_events: bool = False) -> Any:
+        return built(num_blocks, cache_policy=policy_name, enable_events=enable_events)
+
+    return make_manager
+
+
+def judge(target_name: str, file: str) -> int:
+    """Run the suites of ``file`` until one finds a violation; print one line per suite."""
+    from ..conformance.runner import run_conformance
+
+    for suite in TARGETS[target_name].suites[file]:
+        try:
+            result = run_conformance(suite.kind, suite_factory(suite), policy=suite.mode, shrink=False)
+        except Exception:  # noqa: BLE001 - a mutant that breaks construction is caught too
+            print(f"CRASH {suite.label}\n{traceback.format_exc(limit=6)}")
+            return 2
+        if not result.ok:
+            print(f"VIOLATES {', '.join(result.clauses)} {suite.label}")
+            print(result.message[:600])
+            return 1
+        print(f"conforms {suite.label} ({result.steps} steps, interface={result.interface})")
+    return 0

@@ -1,0 +1,51 @@
+"""Copy a target's files into a scratch package, at run time (nothing of vLLM is committed).
+
+The copies keep every line where it was (license headers included): only import prefixes
+are rewritten, so a mutant's line number is the original file's line number.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+from .targets import Target
+
+__all__ = ["VLLM_CPU_DIR_PROBE", "build_scratch", "source_dir"]
+
+#: Printed by the vLLM python: the installed ``vllm/v1/kv_offload/cpu`` directory.
+VLLM_CPU_DIR_PROBE = "import os, vllm.v1.kv_offload.cpu as c; print(os.path.dirname(c.__file__))"
+
+
+def source_dir(target: Target, python: str) -> Path:
+    """Where the originals are: asked of ``python`` for vLLM (it may be another environment)."""
+    if target.source == "vllm":
+        found = subprocess.run(
+            [python, "-c", VLLM_CPU_DIR_PROBE], capture_output=True, text=True, check=False, timeout=300
+        )
+        if found.returncode != 0:
+            raise RuntimeError(f"{python} cannot import vLLM: {found.stderr.strip()[-400:]}")
+        return Path(found.stdout.strip().splitlines()[-1])
+    return Path(str(resources.files(target.source)))
+
+
+def build_scratch(target: Target, originals: Path, workdir: Path) -> Path:
+    """A fresh ``workdir/src/<package>/`` holding the rewritten copies; returns ``workdir/src``."""
+    root = workdir / "src"
+    if root.exists():
+        shutil.rmtree(root)
+    package = root / target.package
+    for name in target.files:
+        text = (originals / name).read_text(encoding="utf-8")
+        for old, new in target.rewrites:
+            text = text.replace(old, new)
+        copy = package / name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(text, encoding="utf-8")
+        for directory in (copy.parent, *copy.parent.parents):
+            if directory == root:
+                break
+            (directory / "__init__.py").touch()
+    return root
