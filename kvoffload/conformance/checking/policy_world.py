@@ -29,8 +29,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ...spec import BlockStatus, ReferenceARCPolicy, ReferenceLRUPolicy
-from ..lockstep.machine_base import invoke
-from ..judge import victim_blame
+from ..judge import Verdict, invoke, judge_evict, judge_gets, judge_ref_counts
 from ..reports.result import CallLog, ConformanceFailure
 from .symmetry import Relabel, canonical_calls
 
@@ -94,6 +93,10 @@ class PolicyWorld:
         self.construct = construct
         self.imports = imports or []
         self.history: list[PolicyOp] = []
+        names = CallLog("p", [])
+        for h in hashes:
+            names.name(h)
+        self.name = names.name
         self.copyable = True
         self.probing = True
         self.inserted = 0  # blocks inserted so far (their ids)
@@ -166,9 +169,12 @@ class PolicyWorld:
             log.add(render_policy_op(op, log.name, names))
         return log.render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
-    def fail(self, clauses: str | tuple[str, ...], message: str, check: str = "") -> None:
-        ids = (clauses,) if isinstance(clauses, str) else clauses
-        raise ConformanceFailure(ids, message, self.reproduction(check))
+    def judged(self, verdict: Verdict | None) -> None:
+        if verdict is not None:
+            raise ConformanceFailure(verdict.clauses, verdict.message, self.reproduction(verdict.check))
+
+    def fail(self, clauses: str, message: str) -> None:
+        self.judged(Verdict.of(clauses, message))
 
     def apply(self, op: PolicyOp) -> None:
         self.history.append(op)
@@ -227,43 +233,16 @@ class PolicyWorld:
         if error is not None:
             self.fail("P5", f"evict({n}, ...) raised {error!r}")
         expected = self.model.evict(n, set(protected))
-        got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
-        expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
-        if got_view != expected_view:
-            ineligible = value is not None and any(
-                self.blocks.get(h) is None or self.blocks[h].ref_cnt != 0 or h in protected for h, _ in value)
-            clauses = victim_blame(self.policy, refused=value is None, ineligible=ineligible)
-            self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy.upper()} evicts {expected_view!r}",
-                      "r is None" if expected_view is None else f"r is not None and [blk.block_id for _, blk in r] == {[i for _, i in expected_view]!r}")
-        if value is not None:
-            for h, block in value:
-                if block is not self.blocks.get(h):
-                    self.fail(("P5", "P1"), f"evict returned {h!r} with a block other than the one inserted")
-                del self.blocks[h]
-
-    def _name(self, h: bytes) -> str:
-        log = CallLog("p", [])
-        for known in self.pool:
-            log.name(known)
-        return log.name(h)
+        self.judged(judge_evict(self.policy, n, protected, value, expected, self.blocks, self.name))
+        for h, _ in value or ():
+            del self.blocks[h]
 
     def observe(self, method: str) -> None:
-        for block, ref in self.all_blocks:
-            if int(block.ref_cnt) != ref:
-                self.fail("P6", f"after {method}, block {block.block_id} has ref_cnt {block.ref_cnt}, "
-                          f"but the caller set {ref}", f"blk{block.block_id}.ref_cnt == {ref}")
-        for h in self.pool:
-            value, error = invoke(self.target.get, h)
-            if error is not None:
-                self.fail("P1", f"get raised {error!r}")
-            entry = self.blocks.get(h)
-            if entry is None and value is not None:
-                ghost = isinstance(self.model, ReferenceARCPolicy) and (h in self.model.b1 or h in self.model.b2)
-                self.fail(("A2", "P1") if ghost else ("P1", "I8"),
-                          f"after {method}, get({h!r}) returned {value!r}, but it is not present",
-                          f"p.get({self._name(h)}) is None")
-            if entry is not None and value is not entry:
-                clause = {"evict": "P5", "remove": "P3", "insert": "P2"}.get(method, "P1")
-                self.fail((clause, "P1", "I8") if clause != "P1" else ("P1", "I8"),
-                          f"after {method}, get({h!r}) returned {value!r}, not the block inserted")
+        """P6 on every block the caller holds; P1 (A2, I8) on ``get`` of every hash."""
+        why = f"after {method}"
+        model = self.model
+        ghosts = set(model.b1) | set(model.b2) if isinstance(model, ReferenceARCPolicy) else set()
+        clause = {"evict": "P5", "remove": "P3", "insert": "P2"}.get(method, "P1")
+        self.judged(judge_ref_counts(self.all_blocks, why)
+                    or judge_gets(self.target, self.pool, self.blocks, ghosts, clause, why, self.name))
         self.model.check_invariants()

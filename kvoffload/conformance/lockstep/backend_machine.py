@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ...spec import BlockStatus, ContractViolation
-from .machine_base import ConformanceMachine, invoke
+from ..judge import invoke
+from .machine_base import ConformanceMachine
 from .strategies import hash_pools
 
 __all__ = ["BackendMachine"]
