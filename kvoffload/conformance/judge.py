@@ -24,7 +24,7 @@ from .lockstep.strategies import ONE_SHOT_KINDS, OneShot
 
 __all__ = [
     "EXACT_VICTIM_CLAUSE", "EventView", "ManagerJudge", "Outcome", "Step", "Verdict", "confusable", "event_blame",
-    "exception_kind", "invoke", "judge_evict", "judge_gets", "judge_ref_counts", "listed", "victim_blame",
+    "exception_kind", "invoke", "judge_evict", "judge_gets", "judge_ref_counts", "listed", "policy_call", "victim_blame",
     "victim_fault",
 ]
 
@@ -534,6 +534,23 @@ class ManagerJudge:
 
 
 # -- CachePolicy (P1–P6, L1–L3, A1–A6) -------------------------------------------------------------
+#: A policy call the caller protocol allows must not raise: its clause, and what it was.
+POLICY_CALL = {"insert": ("P2", "insert of an absent hash"), "remove": ("P3", "remove of a present hash"),
+               "touch": ("P4", "touch"), "evict": ("P5", "evict")}
+
+
+def policy_call(target: Any, method: str, *args: Any) -> tuple[Any, Verdict | None]:
+    """Call the target policy (a protocol-keeping call): its answer, or the verdict when it
+    raised (P2–P5) or read a one-shot argument twice (M0)."""
+    value, error = invoke(getattr(target, method), *args)
+    if args and isinstance(args[0], OneShot) and args[0].reiterated:
+        return value, Verdict(("M0",), f"{method} iterated its one-shot argument twice", "not a.reiterated")
+    if error is not None:
+        clause, what = POLICY_CALL[method]
+        return value, Verdict((clause,), f"{what} raised {error!r}")
+    return value, None
+
+
 def _victims_view(victims: Any) -> list[tuple[bytes, int]] | None:
     return None if victims is None else [(h, int(b.block_id)) for h, b in victims]
 

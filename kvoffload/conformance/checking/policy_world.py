@@ -29,7 +29,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ...spec import BlockStatus, ReferenceARCPolicy, ReferenceLRUPolicy
-from ..judge import Verdict, invoke, judge_evict, judge_gets, judge_ref_counts
+from ..judge import Verdict, judge_evict, judge_gets, judge_ref_counts, policy_call
 from ..reports.result import CallLog, ConformanceFailure
 from .symmetry import Relabel, canonical_calls
 
@@ -173,9 +173,6 @@ class PolicyWorld:
         if verdict is not None:
             raise ConformanceFailure(verdict.clauses, verdict.message, self.reproduction(verdict.check))
 
-    def fail(self, clauses: str, message: str) -> None:
-        self.judged(Verdict.of(clauses, message))
-
     def apply(self, op: PolicyOp) -> None:
         self.history.append(op)
         method, hashes, number = op
@@ -185,9 +182,7 @@ class PolicyWorld:
             self.inserted += 1
             block.ref_cnt = number
             self.all_blocks.append((block, number))
-            _, error = invoke(self.target.insert, h, block)
-            if error is not None:
-                self.fail("P2", f"insert of an absent hash raised {error!r}")
+            self.judged(policy_call(self.target, "insert", h, block)[1])
             self.model.insert(h, block)
             self.blocks[h] = block
         elif method == "set_ref":
@@ -196,14 +191,10 @@ class PolicyWorld:
             index = next(i for i, (b, _) in enumerate(self.all_blocks) if b is block)
             self.all_blocks[index] = (block, number)
         elif method == "touch":
-            _, error = invoke(self.target.touch, list(hashes))
-            if error is not None:
-                self.fail("P4", f"touch raised {error!r}")
+            self.judged(policy_call(self.target, "touch", list(hashes))[1])
             self.model.touch(list(hashes))
         elif method == "remove":
-            _, error = invoke(self.target.remove, hashes[0])
-            if error is not None:
-                self.fail("P3", f"remove of a present hash raised {error!r}")
+            self.judged(policy_call(self.target, "remove", hashes[0])[1])
             self.model.remove(hashes[0])
             del self.blocks[hashes[0]]
         else:
@@ -229,9 +220,8 @@ class PolicyWorld:
             twin.apply(("evict", (), len(twin.blocks)))
 
     def _evict(self, n: int, protected: set[bytes]) -> None:
-        value, error = invoke(self.target.evict, n, set(protected))
-        if error is not None:
-            self.fail("P5", f"evict({n}, ...) raised {error!r}")
+        value, verdict = policy_call(self.target, "evict", n, set(protected))
+        self.judged(verdict)
         expected = self.model.evict(n, set(protected))
         self.judged(judge_evict(self.policy, n, protected, value, expected, self.blocks, self.name))
         for h, _ in value or ():
