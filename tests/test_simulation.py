@@ -59,6 +59,8 @@ class LeaksFailedStores(ReferenceManager):
 def test_control_wrong_block_is_reported_corrupt() -> None:
     report = run_simulation(WrongBlock(CONFIG.capacity, enable_events=True), CONFIG)
     assert report.corrupt > 0 and not report.ok
+    # The judge names the clause the wrong address breaks: the load spec disagrees with the store spec.
+    assert report.violation is not None and report.violation.clauses == ("M2",), report.format()
 
 
 def test_control_failed_store_made_ready_is_reported_corrupt() -> None:

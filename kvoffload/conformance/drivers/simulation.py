@@ -115,8 +115,7 @@ class SimulationReport:
             lines.append(f"lockstep with the model: {self.judged_calls} manager calls judged, all conform")
         else:
             lines.append(f"lockstep with the model: VIOLATES {', '.join(self.violation.clauses)} after "
-                         f"{self.judged_calls} manager calls: {self.violation.message}"
-                         + (f" (the failing check: {self.violation.check})" if self.violation.check else ""))
+                         f"{self.judged_calls} manager calls: {self.violation.message}")
         lines.append("E1, E2: OK" if self.corrupt == 0 and self.leaked == 0 else "E1/E2 VIOLATED")
         return "\n".join(lines)
 
