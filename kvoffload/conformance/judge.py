@@ -4,10 +4,10 @@
 to the reference model, compares answers, errors and the target's observable state (block
 ids, events, lookups), and returns a ``Verdict`` naming the broken clauses with the check
 that holds on a conforming target, or ``None``. ``judge_evict``, ``judge_gets`` and
-``judge_ref_counts`` do the same for a ``CachePolicy``. The hypothesis machines
-(``lockstep``), the model checker's worlds (``checking``), ``fuzz`` (through the machines)
-and ``simulate`` call these and only render the verdict (their call log, their
-reproduction); no driver compares answers itself.
+``judge_ref_counts`` (and ``policy_call``) do the same for a ``CachePolicy``. The
+hypothesis machines (``lockstep``), the model checker's worlds (``checking``), ``fuzz``
+(through the machines) and ``simulate`` (through ``JudgedManager``) call these and only
+render the verdict (their call log, their reproduction); no driver compares answers itself.
 """
 
 from __future__ import annotations
@@ -681,6 +681,7 @@ class JudgedManager:
         return self._call("complete_store", block_hashes, success=success)
 
     def take_events(self) -> list[Any]:
+        """``[]`` while judging: the judge took and compared the target's events after each call (M8)."""
         if self.verdict is None:
             self.verdict = self.judge.events(self.target)  # the target's events were judged call by call
             return []

@@ -37,7 +37,7 @@ import click
 from ..judge import JudgedManager, Verdict
 from ..reports.result import CallLog
 from ...spec import CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
-from ..loading import FactoryLoadError, load_factory
+from ..loading import FactoryLoadError, builtin_source, load_factory
 
 __all__ = ["SimulationConfig", "SimulationReport", "FaultyHandler", "run_simulation", "manager_factory", "simulate"]
 
@@ -349,15 +349,7 @@ def run_simulation(
 
 def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManager]:
     """``impl``, ``reference`` or ``MODULE:FACTORY`` (``f(num_blocks=, enable_events=)``)."""
-    if target == "impl":
-        from kvoffload.impl import CPUOffloadingManager
-
-        return lambda capacity: CPUOffloadingManager(num_blocks=capacity, policy=policy, enable_events=True)
-    if target == "reference":
-        from kvoffload.spec import ReferenceManager
-
-        return lambda capacity: ReferenceManager(num_blocks=capacity, policy=policy, enable_events=True)
-    factory = load_factory(target)
+    factory = load_factory(builtin_source("manager", target, policy))
     return lambda capacity: factory(num_blocks=capacity, enable_events=True)
 
 
