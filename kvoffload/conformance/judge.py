@@ -12,6 +12,7 @@ render the verdict (their call log, their reproduction); no driver compares answ
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from typing import Any
 
@@ -24,7 +25,7 @@ from .lockstep.strategies import ONE_SHOT_KINDS, OneShot
 
 __all__ = [
     "EXACT_VICTIM_CLAUSE", "EventView", "ManagerJudge", "Outcome", "Step", "Verdict", "confusable", "event_blame",
-    "exception_kind", "invoke", "judge_evict", "judge_gets", "judge_ref_counts", "listed", "policy_call", "victim_blame",
+    "exception_kind", "invoke", "judge_evict", "judge_gets", "judge_ref_counts", "judge_refusal", "listed", "policy_call", "victim_blame",
     "victim_fault",
 ]
 
@@ -74,6 +75,16 @@ def invoke(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Outcome:
 
 def listed(name: Name, hashes: Iterable[object]) -> str:
     return "[" + ", ".join(map(name, hashes)) + "]"
+
+
+def judge_refusal(outcome: Outcome, clause: str, what: str) -> Verdict | None:
+    """A call that breaks the caller protocol (B2, B3, P2, P3) must raise ``ContractViolation``."""
+    error = outcome[1]
+    if error is None:
+        return Verdict((clause,), f"{what} returned instead of raising ContractViolation")
+    if not isinstance(error, ContractViolation):
+        return Verdict((clause,), f"{what} raised {error!r}, expected a ContractViolation")
+    return None
 
 
 def confusable(a: bytes, b: bytes) -> bool:
@@ -636,6 +647,10 @@ def judge_ref_counts(blocks: Iterable[tuple[BlockStatus, int]], why: str) -> Ver
     return None
 
 
+#: The calls ``JudgedManager`` judges.
+JUDGED_CALLS = frozenset(("lookup", "prepare_load", "complete_load", "touch", "prepare_store", "complete_store"))
+
+
 class JudgedManager:
     """An ``OffloadingManager`` whose every call is judged (``ManagerJudge.step``, then
     the events, M8, and the block ids, I4) while the caller gets the target's own answers
@@ -662,23 +677,11 @@ class JudgedManager:
             raise step.target[1]
         return step.target[0]
 
-    def lookup(self, block_hashes: Iterable[bytes]) -> Any:
-        return self._call("lookup", block_hashes)
-
-    def prepare_load(self, block_hashes: Iterable[bytes]) -> Any:
-        return self._call("prepare_load", block_hashes)
-
-    def complete_load(self, block_hashes: Iterable[bytes]) -> Any:
-        return self._call("complete_load", block_hashes)
-
-    def touch(self, block_hashes: Iterable[bytes]) -> Any:
-        return self._call("touch", block_hashes)
-
-    def prepare_store(self, block_hashes: Iterable[bytes]) -> Any:
-        return self._call("prepare_store", block_hashes)
-
-    def complete_store(self, block_hashes: Iterable[bytes], success: bool = True) -> Any:
-        return self._call("complete_store", block_hashes, success=success)
+    def __getattr__(self, method: str) -> Any:
+        """The six batch calls, each judged (``take_events`` below)."""
+        if method not in JUDGED_CALLS:
+            raise AttributeError(method)
+        return functools.partial(self._call, method)
 
     def take_events(self) -> list[Any]:
         """``[]`` while judging: the judge took and compared the target's events after each call (M8)."""

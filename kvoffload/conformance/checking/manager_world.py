@@ -142,10 +142,7 @@ class ManagerWorld:
         self.touch_max = touch_max
         self.store_max = store_max
         self.max_pins = max_pins
-        names = CallLog("m", [])
-        for h in hashes:
-            names.name(h)
-        self.judge = ManagerJudge(capacity, policy, True, names.name, sources=False)
+        self.judge = ManagerJudge(capacity, policy, True, CallLog.naming("m", hashes).name, sources=False)
         self.target: Any = build()
         self.inflight: list[tuple[bytes, ...]] = []
         self.construct = construct
@@ -236,9 +233,7 @@ class ManagerWorld:
             raise ConformanceFailure(verdict.clauses, verdict.message, self.reproduction(verdict.check))
 
     def reproduction(self, check: str = "") -> str:
-        log = CallLog("m", self.imports)
-        for h in self.pool:
-            log.name(h)
+        log = CallLog.naming("m", self.pool, self.imports)
         for op in self.history:
             log.add(render_op(op, log.name))
         return log.render(self.construct, f"# the failing check:\nassert {check}" if check else "")

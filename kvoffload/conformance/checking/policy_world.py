@@ -93,10 +93,7 @@ class PolicyWorld:
         self.construct = construct
         self.imports = imports or []
         self.history: list[PolicyOp] = []
-        names = CallLog("p", [])
-        for h in hashes:
-            names.name(h)
-        self.name = names.name
+        self.name = CallLog.naming("p", hashes).name
         self.copyable = True
         self.probing = True
         self.inserted = 0  # blocks inserted so far (their ids)
@@ -161,9 +158,7 @@ class PolicyWorld:
         return new
 
     def reproduction(self, check: str = "") -> str:
-        log = CallLog("p", list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *self.imports])))
-        for h in self.pool:
-            log.name(h)
+        log = CallLog.naming("p", self.pool, dict.fromkeys(["from kvoffload.spec import BlockStatus", *self.imports]))
         names: dict[int, str] = {}
         for op in self.history:
             log.add(render_policy_op(op, log.name, names))

@@ -90,10 +90,7 @@ class ManagerMachine(ConformanceMachine):
             self.log.add(f"{call_source}  # stops at the first miss")
         elif model_error is not None:
             expected = exception_kind(model_error).__name__
-            self.log.add(
-                f"try:\n    {call_source}\nexcept {expected}:\n    pass  # expected\n"
-                f"else:\n    raise AssertionError('expected {expected}: {model_error}')"
-            )
+            self.log.add_raising(call_source, expected, f"expected {expected}: {model_error}")
         else:
             self.log.add(f"{var} = {call_source}")
         self.judged(step.verdict)
