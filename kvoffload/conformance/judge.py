@@ -24,9 +24,9 @@ from .lockstep.adopting import AdoptingPolicy
 from .lockstep.strategies import ONE_SHOT_KINDS, OneShot
 
 __all__ = [
-    "EXACT_VICTIM_CLAUSE", "EventView", "ManagerJudge", "Outcome", "Step", "Verdict", "confusable", "event_blame",
-    "exception_kind", "invoke", "judge_evict", "judge_gets", "judge_ref_counts", "judge_refusal", "listed", "policy_call", "victim_blame",
-    "victim_fault",
+    "EXACT_VICTIM_CLAUSE", "EventView", "JudgedManager", "ManagerJudge", "Outcome", "Step", "Verdict", "confusable",
+    "event_blame", "exception_kind", "invoke", "judge_evict", "judge_gets", "judge_ref_counts", "judge_refusal",
+    "listed", "policy_call", "victim_blame", "victim_fault",
 ]
 
 #: Events as compared: (hashes, removed).
@@ -59,10 +59,6 @@ class Verdict:
     clauses: tuple[str, ...]
     message: str
     check: str = ""
-
-    @classmethod
-    def of(cls, clauses: str | Iterable[str], message: str, check: str = "") -> Verdict:
-        return cls((clauses,) if isinstance(clauses, str) else tuple(clauses), message, check)
 
 
 def invoke(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Outcome:

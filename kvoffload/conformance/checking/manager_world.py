@@ -13,13 +13,10 @@ so that every sequence keeps the caller protocol C1–C5:
   ``max_pins`` loads in flight (C1; the bound keeps the state space finite);
 - ``complete_load(s)``: one of the loads in flight, with its own hashes (C2).
 
-Events are on, and ``take_events()`` follows every call (so no event queue is carried
-between states): the events must be those of the model, with ``removed`` (M5–M8, I5).
-After every call: ``lookup([h])`` of every alphabet hash, ``lookup(H)`` and
-``lookup(reversed(H))`` (M1, I7 after a refused store), the model's
-``check_invariants()`` (I1–I4) and the target's block ids of live hashes (I4). Each call
-compares exception or not, ``None`` vs not, ``block_hashes_to_store`` and
-``block_hashes_evicted`` in order (M5, I3, I6, L3/A4) and load ids against store ids (M2).
+Every call is judged by ``judge.ManagerJudge`` (as in the lockstep machines), then with
+events on ``take_events()`` (so no event queue is carried between states, M5–M8, I5),
+``lookup([h])`` of the observed hashes, of them all and reversed (M1, I7 after a refused
+store), the model's ``check_invariants()`` (I1–I4) and the target's block ids (I4).
 
 The joint state's fingerprint: the model's policy lists (hashes, ref counts, order; ARC's
 ghosts and ``p``), the loads in flight, and the target's observable state (the block id

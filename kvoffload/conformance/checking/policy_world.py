@@ -17,9 +17,9 @@ never hold more than ``capacity`` blocks):
 The joint state's fingerprint: the model's lists (hashes and ref counts; ARC's ghosts and
 ``p``) with free hashes renamed. Blocks evicted or removed are forgotten once checked.
 
-After every step: ``get(h)`` of every h in H is the very block inserted or ``None``
-(P1, A2, I8), every block's ``ref_cnt`` is what the caller set (P6), and the model's
-``check_invariants()`` runs. Victims are compared in order, with their blocks (P5, L3, A4).
+Judged (``judge``) after every step: ``get(h)`` of every h in H (P1, A2, I8), every
+block's ``ref_cnt`` (P6), the victims in order with their blocks (P5, L3, A4); then the
+model's ``check_invariants()`` runs.
 """
 
 from __future__ import annotations
@@ -216,9 +216,8 @@ class PolicyWorld:
 
     def _evict(self, n: int, protected: set[bytes]) -> None:
         value, verdict = policy_call(self.target, "evict", n, set(protected))
-        self.judged(verdict)
         expected = self.model.evict(n, set(protected))
-        self.judged(judge_evict(self.policy, n, protected, value, expected, self.blocks, self.name))
+        self.judged(verdict or judge_evict(self.policy, n, protected, value, expected, self.blocks, self.name))
         for h, _ in value or ():
             del self.blocks[h]
 

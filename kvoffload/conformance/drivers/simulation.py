@@ -169,8 +169,7 @@ def run_simulation(
     ``build_handlers`` has ``build_cpu_handlers``'s signature (``kv_caches, layout,
     gpu_block_size, block_size_factor, num_cpu_blocks``) and returns ``(store, load)``
     ``OffloadingHandler``s (H1–H4); by default ours."""
-    names = CallLog("m", [])
-    target = JudgedManager(manager, config.capacity, config.judge_policy, names.name)
+    target = JudgedManager(manager, config.capacity, config.judge_policy, CallLog.naming("m", ()).name)
     import torch
 
     from kvoffload.impl.copy import build_cpu_handlers

@@ -55,11 +55,6 @@ class VllmManagerMachine(ManagerMachine):
                    *(["K6"] if self.ghost_store_misses else []), *ids[1:])
         super().fail(ids, message, check)
 
-    def no_m10_explanation(self) -> None:
-        """No M10 explanation once a request finished (K5) or a store miss moved ARC's p
-        (K6): the replay that explains M10 does not model them, so a match would mislead."""
-        self.judge.calls = None
-
     # -- K1: per-key lookups ----------------------------------------------------------------
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
         """Ask ``lookup(key, ctx)`` for every pool key (K1) and compare with the model."""
@@ -102,8 +97,8 @@ class VllmManagerMachine(ManagerMachine):
             fresh = absent if self.open_request is None else self.open_request.new_store_misses(absent)
             if fresh:
                 self.ghost_store_misses += len(set(fresh) & set(self.ghosts()))
-                if self.ghost_store_misses:
-                    self.no_m10_explanation()
+                if self.ghost_store_misses:  # p moved (K6): the judge's M10 replay cannot model it
+                    self.judge.calls = None
                 # K6: vLLM's prepare_store hands its new store misses to the policy
                 # (``on_store_miss``, by default a touch: ARC's ghosts move p, A3) first.
                 self.model.policy.touch([BlockHash(h) for h in fresh])
@@ -166,7 +161,7 @@ class VllmManagerMachine(ManagerMachine):
         else:
             self.model.policy.touch([BlockHash(h) for h in request_order(access)])
         self.finished_requests += 1
-        self.no_m10_explanation()
+        self.judge.calls = None  # no M10 explanation: its replay does not model K5's recency
         self.exercised("K5")
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
