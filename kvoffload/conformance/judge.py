@@ -391,7 +391,8 @@ class ManagerJudge:
                            "PrepareStoreOutput with lists block_hashes_to_store and block_hashes_evicted and a "
                            f"store_spec, nor None", f"{var} is None or all(hasattr({var}, f) for f in {fields!r})")
         to_store, evicted = list(got.block_hashes_to_store), list(got.block_hashes_evicted)
-        missing = [h for h in scope.to_store if h not in set(to_store)]
+        stored = set(to_store)
+        missing = [h for h in scope.to_store if h not in stored]
         if missing:
             return Verdict(self.refine(("M5",), missing[0]), f"prepare_store did not store {self.name(missing[0])}, "
                            f"which is absent (M5.1); block_hashes_to_store is {listed(self.name, to_store)}",
@@ -515,11 +516,11 @@ class ManagerJudge:
     def prefix_lookups(self, target: Any, queries: Iterable[Sequence[bytes]], clause: str, why: str) -> Verdict | None:
         """M1 on longer queries: the longest prefix of ready hashes."""
         for query in queries:
-            source = f"m.lookup({listed(self.name, query)})"
             got, error = invoke(target.lookup, list(query))
+            expected = self.model.lookup(list(query))
+            source = f"m.lookup({listed(self.name, query)})" if error is not None or got != expected else ""
             if error is not None:
                 return Verdict(("M1",), f"{source} raised {error!r} {why}")
-            expected = self.model.lookup(list(query))
             if got != expected:
                 return Verdict(("M1", clause), f"{why}, {source} returned {got!r}; the model says {expected!r}",
                                f"{source} == {expected!r}")
