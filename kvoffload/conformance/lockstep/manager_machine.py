@@ -50,8 +50,6 @@ class ManagerMachine(ConformanceMachine):
     def ref(self, block_hash: bytes) -> int | None:
         return self.judge.ref(block_hash)
 
-    def ready_set(self) -> set[bytes]:
-        return self.judge.ready_set()
     def pending(self) -> list[bytes]:
         return [h for h in self.pool if self.ref(h) == -1]
 

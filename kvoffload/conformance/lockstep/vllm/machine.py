@@ -145,7 +145,7 @@ class VllmManagerMachine(ManagerMachine):
             for _ in range(data.draw(st.integers(1, 2), label="stores")):
                 items = self.draw_batch(data, min_size=1)
                 absent = [h for h in items if self.ref(h) is None]
-                ready_now = [h for h in items if h in self.ready_set()]
+                ready_now = [h for h in items if h in self.judge.ready_set()]
                 self._prepare_store(items, data)
                 stored = [h for h in absent if self.ref(h) == -1]
                 access.offered(absent, ready_now, stored)
