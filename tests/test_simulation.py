@@ -59,6 +59,8 @@ class LeaksFailedStores(ReferenceManager):
 def test_control_wrong_block_is_reported_corrupt() -> None:
     report = run_simulation(WrongBlock(CONFIG.capacity, enable_events=True), CONFIG)
     assert report.corrupt > 0 and not report.ok
+    # The judge names the clause the wrong address breaks: the load spec disagrees with the store spec.
+    assert report.violation is not None and report.violation.clauses == ("M2",), report.format()
 
 
 def test_control_failed_store_made_ready_is_reported_corrupt() -> None:
@@ -123,3 +125,34 @@ def test_simulate_takes_third_party_handlers() -> None:
     assert "corrupt loads: 0" not in lying.output
     missing = runner.invoke(simulate, ["--handlers", "nosuchmodule:factory"])
     assert missing.exit_code == 2
+
+
+# -- the judge: every manager call of the simulation in lockstep with the model ------------------
+
+
+def test_M6_simulation_judges_manager_calls() -> None:
+    """A manager whose bytes are right but whose events are not (no stored event, M6)
+    passes E1 and E2, and the judge names M6; correct managers had every call judged."""
+    import planted_bugs as pb
+
+    report = run_simulation(pb.NoStoredEvent(CONFIG.capacity, enable_events=True), CONFIG)
+    assert report.corrupt == 0 and report.leaked == 0, report.format()
+    assert report.violation is not None and report.violation.clauses[0] == "M6", report.format()
+    assert not report.ok and "VIOLATES M6" in report.format()
+    good = run_simulation(manager_factory("impl", "arc")(CONFIG.capacity),
+                          SimulationConfig(requests=150, seed=3, judge_policy="arc"))
+    assert good.ok and good.violation is None and good.judged_calls > 300, good.format()
+
+
+def test_M1_simulate_third_party_manager_and_handlers() -> None:
+    """--manager and --handlers both take MODULE:FACTORY in one run: the third party's
+    manager is judged (here it counts pending blocks as hits: M1) with our handlers named
+    explicitly; the reference manager named the same way conforms."""
+    runner = CliRunner()
+    handlers = ["--handlers", "kvoffload.impl.copy:build_cpu_handlers", "--requests", "100", "--seed", "2"]
+    ours = runner.invoke(simulate, ["--manager", "kvoffload.conformance.factories:reference_lru_manager", *handlers])
+    assert ours.exit_code == 0, ours.output
+    assert "manager calls judged, all conform" in ours.output
+    bad = runner.invoke(simulate, ["--manager", "planted_bugs:LookupCountsPending", *handlers])
+    assert bad.exit_code == 1, bad.output
+    assert "lockstep with the model: VIOLATES M1" in bad.output, bad.output

@@ -8,11 +8,22 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FactoryLoadError", "load_factory"]
+__all__ = ["FactoryLoadError", "builtin_source", "load_factory"]
 
 
 class FactoryLoadError(Exception):
     """The factory could not be loaded (the CLI exits with status 2)."""
+
+
+def builtin_source(kind: str, target: str, policy: str = "lru") -> str:
+    """The ``MODULE:FACTORY`` of our own ``kind`` (manager, backend, policy) for ``policy``:
+    ``impl`` the production one, ``reference`` the model's; any other target as given."""
+    name = kind if kind == "backend" else f"{policy}_{kind}"
+    if target == "impl":
+        return f"kvoffload.impl.factories:{name}"
+    if target == "reference":
+        return f"kvoffload.conformance.factories:reference_{name}"
+    return target
 
 
 def load_factory(spec: str) -> Callable[..., Any]:

@@ -17,9 +17,9 @@ never hold more than ``capacity`` blocks):
 The joint state's fingerprint: the model's lists (hashes and ref counts; ARC's ghosts and
 ``p``) with free hashes renamed. Blocks evicted or removed are forgotten once checked.
 
-After every step: ``get(h)`` of every h in H is the very block inserted or ``None``
-(P1, A2, I8), every block's ``ref_cnt`` is what the caller set (P6), and the model's
-``check_invariants()`` runs. Victims are compared in order, with their blocks (P5, L3, A4).
+Judged (``judge``) after every step: ``get(h)`` of every h in H (P1, A2, I8), every
+block's ``ref_cnt`` (P6), the victims in order with their blocks (P5, L3, A4); then the
+model's ``check_invariants()`` runs.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ...spec import BlockStatus, make_reference_policy
-from ..lockstep.machine_base import invoke
-from ..judge import victim_blame
+from ..judge import Verdict, judge_evict, judge_gets, judge_ref_counts, policy_call
 from ..reports.result import CallLog, ConformanceFailure
 from .policy_state import clone_policy, held, is_ghost, policy_key
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls
@@ -97,7 +96,7 @@ class PolicyWorld:
         self.history: list[PolicyOp] = []
         self.copyable = True
         self.observing = True
-        self._log: CallLog | None = None  # lookups/gets after each call; off while probing
+        self._log: CallLog | None = None  # the reproduction's names, built on the way to a failure
         self.inserted = 0  # blocks inserted so far (their ids)
 
     def in_state(self) -> set[bytes]:
@@ -144,15 +143,15 @@ class PolicyWorld:
         new.blocks = {h: memo[id(b)] for h, b in self.blocks.items()}
         new.all_blocks = [(memo[id(b)], ref) for b, ref in self.all_blocks]
         new.history = list(self.history)
+        new._log = None
         return new
 
     def reproduction(self, check: str = "") -> str:
-        log = self._log if self._log is not None and len(self._log.lines) == len(self.history) else self._names()
-        return log.render(self.construct, f"# the failing check:\nassert {check}" if check else "")
+        return self._names().render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
-    def fail(self, clauses: str | tuple[str, ...], message: str, check: str = "") -> None:
-        ids = (clauses,) if isinstance(clauses, str) else clauses
-        raise ConformanceFailure(ids, message, self.reproduction(check))
+    def judged(self, verdict: Verdict | None) -> None:
+        if verdict is not None:
+            raise ConformanceFailure(verdict.clauses, verdict.message, self.reproduction(verdict.check))
 
     def apply(self, op: PolicyOp) -> None:
         self.history.append(op)
@@ -163,9 +162,7 @@ class PolicyWorld:
             self.inserted += 1
             block.ref_cnt = number
             self.all_blocks.append((block, number))
-            _, error = invoke(self.target.insert, h, block)
-            if error is not None:
-                self.fail("P2", f"insert of an absent hash raised {error!r}")
+            self.judged(policy_call(self.target, "insert", h, block)[1])
             self.model.insert(h, block)
             self.blocks[h] = block
         elif method == "set_ref":
@@ -174,14 +171,10 @@ class PolicyWorld:
             index = next(i for i, (b, _) in enumerate(self.all_blocks) if b is block)
             self.all_blocks[index] = (block, number)
         elif method == "touch":
-            _, error = invoke(self.target.touch, list(hashes))
-            if error is not None:
-                self.fail("P4", f"touch raised {error!r}")
+            self.judged(policy_call(self.target, "touch", list(hashes))[1])
             self.model.touch(list(hashes))
         elif method == "remove":
-            _, error = invoke(self.target.remove, hashes[0])
-            if error is not None:
-                self.fail("P3", f"remove of a present hash raised {error!r}")
+            self.judged(policy_call(self.target, "remove", hashes[0])[1])
             self.model.remove(hashes[0])
             del self.blocks[hashes[0]]
         else:
@@ -209,55 +202,32 @@ class PolicyWorld:
             self.apply(("evict", (), len(self.blocks)))
 
     def _evict(self, n: int, protected: set[bytes]) -> None:
-        value, error = invoke(self.target.evict, n, set(protected))
-        if error is not None:
-            self.fail("P5", f"evict({n}, ...) raised {error!r}")
+        value, verdict = policy_call(self.target, "evict", n, set(protected))
         expected = self.model.evict(n, set(protected))
-        got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
-        expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
-        if got_view != expected_view:
-            ineligible = value is not None and any(
-                self.blocks.get(h) is None or self.blocks[h].ref_cnt != 0 or h in protected for h, _ in value)
-            clauses = victim_blame(self.policy, refused=value is None, ineligible=ineligible)
-            self.fail(clauses, f"evict({n}, ...) returned {got_view!r}; {self.policy.upper()} evicts {expected_view!r}",
-                      "r is None" if expected_view is None else f"r is not None and [blk.block_id for _, blk in r] == {[i for _, i in expected_view]!r}")
-        if value is not None:
-            for h, block in value:
-                if block is not self.blocks.get(h):
-                    self.fail(("P5", "P1"), f"evict returned {h!r} with a block other than the one inserted")
-                del self.blocks[h]
+        self.judged(verdict or judge_evict(self.policy, n, protected, value, expected, self.blocks, self._name))
+        for h, _ in value or ():
+            del self.blocks[h]
 
     def _names(self) -> CallLog:
         """The reproduction's log (alphabet, then the calls), so that a message names
         hashes as the snippet does. Built only on the way to a failure."""
-        log = self._log = CallLog("p", list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *self.imports])))
-        for h in self.pool:
-            log.name(h)
-        names: dict[int, str] = {}
-        for op in self.history:
-            log.add(render_policy_op(op, log.name, names))
-        return log
+        if self._log is None or len(self._log.lines) != len(self.history):
+            log = self._log = CallLog.naming("p", self.pool, dict.fromkeys(["from kvoffload.spec import BlockStatus", *self.imports]))
+            names: dict[int, str] = {}
+            for op in self.history:
+                log.add(render_policy_op(op, log.name, names))
+        return self._log
 
     def _name(self, h: bytes) -> str:
         return self._names().name(h)
 
     def observe(self, method: str) -> None:
-        for block, ref in self.all_blocks:
-            if int(block.ref_cnt) != ref:
-                self.fail("P6", f"after {method}, block {block.block_id} has ref_cnt {block.ref_cnt}, "
-                          f"but the caller set {ref}", f"blk{block.block_id}.ref_cnt == {ref}")
-        for h in self.pool:
-            value, error = invoke(self.target.get, h)
-            if error is not None:
-                self.fail("P1", f"get raised {error!r}")
-            entry = self.blocks.get(h)
-            if entry is None and value is not None:
-                ghost = {"arc": "A2", "s3fifo": "F3"}.get(self.policy) if is_ghost(self.model, h) else None
-                self.fail((ghost, "P1") if ghost else ("P1", "I8"),
-                          f"after {method}, get({h!r}) returned {value!r}, but it is not present",
-                          f"p.get({self._name(h)}) is None")
-            if entry is not None and value is not entry:
-                clause = {"evict": "P5", "remove": "P3", "insert": "P2"}.get(method, "P1")
-                self.fail((clause, "P1", "I8") if clause != "P1" else ("P1", "I8"),
-                          f"after {method}, get({h!r}) returned {value!r}, not the block inserted")
+        """P6 on every block the caller holds; P1 (A2, I8) on ``get`` of every hash."""
+        why = f"after {method}"
+        model = self.model
+        ghosts = {h for h in self.pool if is_ghost(model, h)}
+        clause = {"evict": "P5", "remove": "P3", "insert": "P2"}.get(method, "P1")
+        self.judged(judge_ref_counts(self.all_blocks, why)
+                    or judge_gets(self.target, self.pool, self.blocks, ghosts, clause, why, self._name,
+                                   ghost_clause={"arc": "A2", "s3fifo": "F3"}.get(self.policy, "P1")))
         self.model.check_invariants()

@@ -42,7 +42,7 @@ import hypothesis
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from ...spec.clauses import clause_sort_key
-from ..loading import FactoryLoadError, load_factory
+from ..loading import FactoryLoadError, builtin_source, load_factory
 from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
 from ..reports.result import ConformanceResult
 from ..runner import check_builds, conformance_settings, machine_for, record_failure, state_machine_test
@@ -56,17 +56,6 @@ ROUND_BUDGET: dict[str, tuple[int, int]] = {"manager": (25, 50), "backend": (40,
 
 #: The exact policy modes the built-in targets cycle through (their factories are named after them).
 POLICY_NAMES = ("lru", "arc", "s3fifo", "sieve")
-_IMPL = "kvoffload.impl.factories"
-_REF = "kvoffload.conformance.factories"
-#: (source, policy mode) pairs per kind and built-in target.
-_BUILTIN: dict[tuple[str, str], list[tuple[str, str]]] = {
-    ("manager", "impl"): [(f"{_IMPL}:{p}_manager", p) for p in POLICY_NAMES],
-    ("manager", "reference"): [(f"{_REF}:reference_{p}_manager", p) for p in POLICY_NAMES],
-    ("backend", "impl"): [(f"{_IMPL}:backend", "any")],
-    ("backend", "reference"): [(f"{_REF}:reference_backend", "any")],
-    ("policy", "impl"): [(f"{_IMPL}:{p}_policy", p) for p in POLICY_NAMES],
-    ("policy", "reference"): [(f"{_REF}:reference_{p}_policy", p) for p in POLICY_NAMES],
-}
 
 
 @attrs.frozen
@@ -113,8 +102,8 @@ class FuzzOutcome:
 
 def plan_rounds(kind: str, target: str, policy: str | None, strict: bool) -> list[FuzzRound]:
     """The modes to cycle through; raises ``click.UsageError`` for bad arguments."""
-    if (kind, target) in _BUILTIN:
-        modes = _BUILTIN[(kind, target)]
+    if target in ("impl", "reference") and kind != "handler":
+        modes = [(builtin_source(kind, target, mode), mode) for mode in (("any",) if kind == "backend" else POLICY_NAMES)]
         if policy is not None and policy != "any":
             modes = [m for m in modes if m[1] == policy] or [(modes[0][0], policy)]
         elif policy == "any":

@@ -15,8 +15,12 @@ aborted (``complete_store(success=False)``) although their copy worked.
 Checks: every block loaded by a successful transfer is compared byte for byte with the
 content its hash was stored with (E1); at the end, with nothing in flight, a
 ``prepare_store`` of ``capacity`` fresh hashes must succeed and evict exactly the ready
-blocks (E2 through the public API: free + ready = capacity). Exit 1 if a load was
-corrupt or a block leaked.
+blocks (E2 through the public API: free + ready = capacity). Every manager call also goes
+through the suite's judge (``judge.JudgedManager``: lockstep with the reference model,
+M0–M10, I1–I8; victims exactly for ``impl``/``reference``, by eligibility for
+``MODULE:FACTORY``), which reports the first clause broken. Exit 1 if a load was
+corrupt, a block leaked or the judge found a violation; the seeded command line
+reproduces the run.
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from typing import Any
 import attrs
 import click
 
+from ..judge import JudgedManager, Verdict
+from ..reports.result import CallLog
 from ...spec import CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
 from ...spec.clauses import implements
-from ..loading import FactoryLoadError, load_factory
+from ..loading import FactoryLoadError, builtin_source, load_factory
 
 __all__ = ["SimulationConfig", "SimulationReport", "FaultyHandler", "run_simulation", "manager_factory", "simulate"]
 
@@ -51,6 +57,9 @@ class SimulationConfig:
     abort_rate: float = 0.1  # stores completed with success=False after a good copy
     roots: int = 4
     max_request_blocks: int = 6
+    #: how the judge compares victims: "lru"/"arc" exactly, "any" (a third party's
+    #: policy) only their eligibility (M5.3, I3)
+    judge_policy: str = "any"
 
 
 @attrs.define
@@ -73,6 +82,8 @@ class SimulationReport:
     leaked: int = 0
     ready_at_end: int = 0
     notes: list[str] = attrs.field(factory=list)
+    judged_calls: int = 0
+    violation: Verdict | None = None  # the judge's first verdict on the manager's calls
 
     @property
     def faults(self) -> int:
@@ -85,7 +96,7 @@ class SimulationReport:
 
     @property
     def ok(self) -> bool:
-        return self.corrupt == 0 and self.leaked == 0
+        return self.corrupt == 0 and self.leaked == 0 and self.violation is None
 
     def format(self) -> str:
         lines = [
@@ -101,7 +112,12 @@ class SimulationReport:
             f"leaked blocks: {self.leaked} (ready at the end: {self.ready_at_end})",
         ]
         lines += [f"note: {note}" for note in self.notes[:10]]
-        lines.append("E1, E2: OK" if self.ok else "E1/E2 VIOLATED")
+        if self.violation is None:
+            lines.append(f"lockstep with the model: {self.judged_calls} manager calls judged, all conform")
+        else:
+            lines.append(f"lockstep with the model: VIOLATES {', '.join(self.violation.clauses)} after "
+                         f"{self.judged_calls} manager calls: {self.violation.message}")
+        lines.append("E1, E2: OK" if self.corrupt == 0 and self.leaked == 0 else "E1/E2 VIOLATED")
         return "\n".join(lines)
 
 
@@ -148,12 +164,14 @@ def run_simulation(
     config: SimulationConfig = SimulationConfig(),
     build_handlers: Callable[..., tuple[Any, Any]] | None = None,
 ) -> SimulationReport:
-    """Drive ``manager`` (``config.capacity`` blocks) and copy handlers; report E1/E2.
+    """Drive ``manager`` (``config.capacity`` blocks) and copy handlers; report E1/E2,
+    and the judge's first verdict on the manager's calls (lockstep with the model:
+    ``JudgedManager``; victims compared as ``config.judge_policy`` says).
 
     ``build_handlers`` has ``build_cpu_handlers``'s signature (``kv_caches, layout,
     gpu_block_size, block_size_factor, num_cpu_blocks``) and returns ``(store, load)``
     ``OffloadingHandler``s (H1–H4); by default ours."""
-    target: Any = manager  # hashes are plain bytes here (BlockHash is a NewType)
+    target = JudgedManager(manager, config.capacity, config.judge_policy, CallLog.naming("m", ()).name)
     import torch
 
     from kvoffload.impl.copy import build_cpu_handlers
@@ -245,58 +263,68 @@ def run_simulation(
             finish_load(*pending_loads.pop(0))
         return rng.sample(sorted(set(range(config.gpu_blocks)) - busy), count)
 
-    for _ in range(config.requests):
-        report.requests += 1
-        length = rng.randint(1, config.max_request_blocks)
-        request = chain(rng.randrange(config.roots), [rng.randrange(2) for _ in range(length)])
-        seen.update(request)
-        if rng.random() < 0.2:  # a random lookup of unrelated hashes
+    def run_requests() -> None:
+        for _ in range(config.requests):
+            report.requests += 1
+            length = rng.randint(1, config.max_request_blocks)
+            request = chain(rng.randrange(config.roots), [rng.randrange(2) for _ in range(length)])
+            seen.update(request)
+            if rng.random() < 0.2:  # a random lookup of unrelated hashes
+                report.lookups += 1
+                target.lookup(iter([rng.randbytes(32) for _ in range(rng.randint(0, 3))]))
             report.lookups += 1
-            target.lookup(iter([rng.randbytes(32) for _ in range(rng.randint(0, 3))]))
-        report.lookups += 1
-        hits = target.lookup(iter(request))
-        if hits and rng.random() < 0.8:
-            hashes = request[:hits]
-            spec = target.prepare_load(hashes)
-            m = hits * f - rng.randrange(f)  # H3: may start inside the first block
-            if m < hits * f:
-                report.partial_first_block_loads += 1
-            gpu_ids = free_gpu(m)
-            busy.update(gpu_ids)
-            for gpu_id in gpu_ids:  # scribble, so a missed copy cannot pass
-                for tensor in kv.values():
-                    tensor[:, gpu_id].fill_(float("nan"))
-            job = next(job_ids)
-            assert isinstance(spec, CPULoadStoreSpec)
-            if not load.transfer_async(job, (spec, GPULoadStoreSpec(gpu_ids))):
-                raise AssertionError("H1: a valid load was refused")
-            pending_loads.append((job, hashes, gpu_ids, hits * f - m))
-            report.loads += 1
-        if rng.random() < 0.5:
-            report.touches += 1
-            target.touch(request)
-        output = target.prepare_store(request)
-        if output is None:
-            report.refusals += 1
-        elif output.block_hashes_to_store:
-            to_store = list(output.block_hashes_to_store)
-            report.evictions += len(output.block_hashes_evicted)
-            gpu_ids = free_gpu(len(to_store) * f)
-            for index, gpu_id in enumerate(gpu_ids):
-                for layer in range(config.layers):
-                    kv[f"layer{layer}"][:, gpu_id] = content(to_store[index // f], layer, index % f)
-            job = next(job_ids)
-            if not store.transfer_async(job, (GPULoadStoreSpec(gpu_ids), output.store_spec)):
-                raise AssertionError("H1: a valid store was refused")
-            # The copy happens now (the model computes on; these GPU blocks get reused);
-            # completion is reported to the manager later.
-            store.wait({job})
-            pending_stores.append((job, to_store))
-            report.stores += 1
-            report.blocks_stored += len(to_store)
-        report.max_in_flight = max(report.max_in_flight, len(pending_loads) + len(pending_stores))
-        finish_some()
-    finish_some(all_of_them=True)
+            hits = target.lookup(iter(request))
+            if hits and rng.random() < 0.8:
+                hashes = request[:hits]
+                spec = target.prepare_load(hashes)
+                m = hits * f - rng.randrange(f)  # H3: may start inside the first block
+                if m < hits * f:
+                    report.partial_first_block_loads += 1
+                gpu_ids = free_gpu(m)
+                busy.update(gpu_ids)
+                for gpu_id in gpu_ids:  # scribble, so a missed copy cannot pass
+                    for tensor in kv.values():
+                        tensor[:, gpu_id].fill_(float("nan"))
+                job = next(job_ids)
+                assert isinstance(spec, CPULoadStoreSpec)
+                if not load.transfer_async(job, (spec, GPULoadStoreSpec(gpu_ids))):
+                    raise AssertionError("H1: a valid load was refused")
+                pending_loads.append((job, hashes, gpu_ids, hits * f - m))
+                report.loads += 1
+            if rng.random() < 0.5:
+                report.touches += 1
+                target.touch(request)
+            output = target.prepare_store(request)
+            if output is None:
+                report.refusals += 1
+            elif output.block_hashes_to_store:
+                to_store = list(output.block_hashes_to_store)
+                report.evictions += len(output.block_hashes_evicted)
+                gpu_ids = free_gpu(len(to_store) * f)
+                for index, gpu_id in enumerate(gpu_ids):
+                    for layer in range(config.layers):
+                        kv[f"layer{layer}"][:, gpu_id] = content(to_store[index // f], layer, index % f)
+                job = next(job_ids)
+                if not store.transfer_async(job, (GPULoadStoreSpec(gpu_ids), output.store_spec)):
+                    raise AssertionError("H1: a valid store was refused")
+                # The copy happens now (the model computes on; these GPU blocks get reused);
+                # completion is reported to the manager later.
+                store.wait({job})
+                pending_stores.append((job, to_store))
+                report.stores += 1
+                report.blocks_stored += len(to_store)
+            report.max_in_flight = max(report.max_in_flight, len(pending_loads) + len(pending_stores))
+            finish_some()
+        finish_some(all_of_them=True)
+
+    try:
+        run_requests()
+    except Exception as error:  # a manager already judged wrong may break the caller's protocol
+        if target.verdict is None:
+            raise
+        report.notes.append(f"the run stopped after the violation: {type(error).__name__}: {error}")
+        report.judged_calls, report.violation = target.judged_calls, target.verdict
+        return report
     list(target.take_events())
 
     # E2 through the public API: nothing is in flight, so every ready block is idle and
@@ -316,20 +344,13 @@ def run_simulation(
                 report.leaked = max(report.leaked, abs(len(evicted) - ready))
             target.complete_store(fresh, success=False)
             break
+    report.judged_calls, report.violation = target.judged_calls, target.verdict
     return report
 
 
 def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManager]:
     """``impl``, ``reference`` or ``MODULE:FACTORY`` (``f(num_blocks=, enable_events=)``)."""
-    if target == "impl":
-        from kvoffload.impl import CPUOffloadingManager
-
-        return lambda capacity: CPUOffloadingManager(num_blocks=capacity, policy=policy, enable_events=True)
-    if target == "reference":
-        from kvoffload.spec import ReferenceManager
-
-        return lambda capacity: ReferenceManager(num_blocks=capacity, policy=policy, enable_events=True)
-    factory = load_factory(target)
+    factory = load_factory(builtin_source("manager", target, policy))
     return lambda capacity: factory(num_blocks=capacity, enable_events=True)
 
 
@@ -337,7 +358,9 @@ def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManag
 @click.option("--manager", "target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
 @click.option("--handlers", default="impl", show_default=True,
               help="impl, or MODULE:FACTORY with build_cpu_handlers's signature returning (store, load).")
-@click.option("--policy", type=click.Choice(["lru", "arc", "s3fifo", "sieve"]), default="lru", show_default=True)
+@click.option("--policy", type=click.Choice(["lru", "arc", "s3fifo", "sieve"]), default="lru", show_default=True,
+              help="impl/reference: the policy built and judged exactly; MODULE:FACTORY: victims judged by "
+                   "eligibility only.")
 @click.option("--requests", type=click.IntRange(min=1), default=400, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--capacity", type=click.IntRange(min=1), default=8, show_default=True, help="Offloaded blocks.")
@@ -346,7 +369,8 @@ def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManag
 def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, capacity: int, factor: int) -> None:
     """End to end (E1, E2): scheduler + worker on CPU tensors, with injected faults.
 
-    Exit 0: no corrupt load and no leaked block; 1: otherwise; 2: bad arguments.
+    Exit 0: no corrupt load, no leaked block, every manager call conforms (lockstep
+    with the model); 1: otherwise; 2: bad arguments.
     """
     try:
         make = manager_factory(target, policy)
@@ -354,7 +378,8 @@ def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, 
     except FactoryLoadError as error:
         raise click.UsageError(str(error)) from None
     config = SimulationConfig(requests=requests, seed=seed, capacity=capacity, factor=factor,
-                              gpu_blocks=max(48, 2 * 6 * factor + 8))
+                              gpu_blocks=max(48, 2 * 6 * factor + 8),
+                              judge_policy=policy if target in ("impl", "reference") else "any")
     try:
         manager = make(capacity)
     except Exception as error:

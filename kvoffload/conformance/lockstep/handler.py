@@ -29,7 +29,6 @@ raise or return ``False``, move no byte and are never reported (H1).
 
 from __future__ import annotations
 
-import importlib
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -39,6 +38,8 @@ import attrs
 import click
 
 from kvoffload.spec.types import CPULoadStoreSpec, LoadStoreSpec
+
+from ..loading import load_factory
 
 __all__ = ["HandlerViolation", "HandlerConformanceResult", "check_handler", "handler", "LAYOUTS"]
 
@@ -377,19 +378,6 @@ def check_handler(
     return HandlerConformanceResult(label, runs, ())
 
 
-def load_factory(target: str) -> HandlerFactory:
-    """``MODULE:ATTRIBUTE`` to the factory it names (exit code 2 when it cannot)."""
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise click.BadParameter(f"expected MODULE:FACTORY, got {target!r}")
-    obj: Any = importlib.import_module(module_name)
-    for part in attribute.split("."):
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise TypeError(f"{target} is not callable")
-    return obj  # type: ignore[no-any-return]
-
-
 @click.command(name="handler")
 @click.argument("target", metavar="MODULE:FACTORY")
 @click.option("--max-examples", type=int, default=50, show_default=True)
@@ -412,7 +400,7 @@ def handler(
         factory = load_factory(target)
         spec_cls: Callable[[Sequence[int]], LoadStoreSpec] = CPULoadStoreSpec
         if spec_target:
-            spec_cls = load_factory(spec_target)  # type: ignore[assignment]
+            spec_cls = load_factory(spec_target)
     except Exception as error:
         click.echo(f"cannot load {target}: {error}", err=True)
         sys.exit(2)

@@ -12,9 +12,10 @@ from typing import Any, ClassVar, NoReturn
 import attrs
 from hypothesis.stateful import RuleBasedStateMachine
 
+from ..judge import Verdict
 from ..reports.result import CallLog, ConformanceFailure
 
-__all__ = ["RunStats", "FactoryRef", "ConformanceMachine", "TargetSetupError", "Outcome", "invoke"]
+__all__ = ["RunStats", "FactoryRef", "ConformanceMachine", "TargetSetupError"]
 
 
 class TargetSetupError(Exception):
@@ -86,18 +87,6 @@ class RunStats:
             sys.stderr.flush()
 
 
-#: (value, exception): exactly one is meaningful.
-Outcome = tuple[Any, BaseException | None]
-
-
-def invoke(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Outcome:
-    """Call ``function`` and capture what it returned or raised."""
-    try:
-        return function(*args, **kwargs), None
-    except Exception as error:  # the target may raise anything; judged by the caller
-        return None, error
-
-
 class ConformanceMachine(RuleBasedStateMachine):
     """Base of the machines; subclasses are made per run by ``runner.machine_for``."""
 
@@ -150,3 +139,8 @@ class ConformanceMachine(RuleBasedStateMachine):
         )
         failure.reproduction = self.log.render(self.construct, failing, header)
         raise failure
+
+    def judged(self, verdict: Verdict | None) -> None:
+        """Fail with the judge's verdict, if there is one."""
+        if verdict is not None:
+            self.fail(verdict.clauses, verdict.message, verdict.check)

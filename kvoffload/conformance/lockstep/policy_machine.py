@@ -24,10 +24,10 @@ import math
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ...spec import POLICIES, BlockStatus, ContractViolation, make_reference_policy
+from ...spec import POLICIES, BlockStatus, make_reference_policy
 from .adopting import AdoptingPolicy
-from ..judge import EXACT_VICTIM_CLAUSE, victim_blame
-from .machine_base import ConformanceMachine, invoke
+from ..judge import invoke, judge_evict, judge_gets, judge_ref_counts, judge_refusal, policy_call
+from .machine_base import ConformanceMachine
 from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
 
 __all__ = ["PolicyMachine"]
@@ -77,7 +77,6 @@ class PolicyMachine(ConformanceMachine):
         self.blocks: dict[bytes, tuple[BlockStatus, str]] = {}  # present hash -> block, source
         self.ref_of: dict[int, int] = {}  # id(block) -> the ref_cnt the machine set
         self.all_blocks: list[tuple[BlockStatus, str]] = []
-        self.exact_clause = EXACT_VICTIM_CLAUSE.get(self.policy_mode, "P5")
         self.switched_off: frozenset[str] = frozenset(
             data.draw(st.sets(st.sampled_from(SWARM_RULES), max_size=3), label="swarm_off"))
 
@@ -93,38 +92,22 @@ class PolicyMachine(ConformanceMachine):
 
     def _expect_violation(self, method: str, clause: str, *args: Any) -> None:
         rendered = ", ".join(self.log.name(a) if type(a) is bytes else a[1] if isinstance(a, tuple) else repr(a) for a in args)
-        self.log.add(f"try:\n    p.{method}({rendered})\nexcept ContractViolation:\n    pass  # expected\n"
-                     f"else:\n    raise AssertionError('{clause}: must raise')")
-        values = [a[0] if isinstance(a, tuple) else a for a in args]
-        _, error = invoke(getattr(self.target, method), *values)
+        self.log.add_raising(f"p.{method}({rendered})", "ContractViolation", f"{clause}: must raise")
+        outcome = invoke(getattr(self.target, method), *[a[0] if isinstance(a, tuple) else a for a in args])
         self.exercised(clause)
-        if error is None:
-            self.fail(clause, f"{method} of a {'present' if clause == 'P2' else 'absent'} hash returned "
-                      "instead of raising ContractViolation")
-        if not isinstance(error, ContractViolation):
-            self.fail(clause, f"{method} raised {error!r}, expected a ContractViolation")
+        self.judged(judge_refusal(outcome, clause, f"{method} of a {'present' if clause == 'P2' else 'absent'} hash"))
         self.sweep(clause, f"after a refused {method}")
 
     def sweep(self, clause: str, why: str) -> None:
         """P1 for every pool hash (``get`` returns the very block inserted, or None)."""
         self.step()
         var = self.log.var("g")
-        names = ", ".join(map(self.log.name, self.pool))
-        self.log.add(f"{var} = [p.get(h) for h in ({names},)]")
-        for index, h in enumerate(self.pool):
-            value, error = invoke(self.target.get, h)
-            if error is not None:
-                self.fail("P1", f"get raised {error!r}")
-            entry = self.blocks.get(h)
-            if entry is None and value is not None:
-                ghost = self.policy_mode == "arc" and (h in self.model.b1 or h in self.model.b2)
-                self.fail(("A2", "P1") if ghost else ("P1", "I8"), f"{why}, get({self.log.name(h)}) returned {value!r}, "
-                          f"but {self.log.name(h)} is not present" + (" (it is a ghost)" if ghost else ""),
-                          f"{var}[{index}] is None")
-            if entry is not None and value is not entry[0]:
-                self.fail((clause, "P1") if clause != "P1" else "P1",
-                          f"{why}, get({self.log.name(h)}) returned {value!r}, not the block inserted ({entry[1]})",
-                          f"{var}[{index}] is {entry[1]}")
+        self.log.add(f"{var} = [p.get(h) for h in ({', '.join(map(self.log.name, self.pool))},)]")
+        ghosts = set(self.model.b1) | set(self.model.b2) if self.policy_mode == "arc" else set()
+        self.judged(judge_gets(self.target, self.pool, self.present_blocks(), ghosts, clause, why, self.log.name, var))
+
+    def present_blocks(self) -> dict[bytes, BlockStatus]:
+        return {h: block for h, (block, _) in self.blocks.items()}
 
     @precondition(lambda self: len(self.blocks) < self.capacity and bool(self.absent()))
     @rule(data=st.data())
@@ -144,9 +127,7 @@ class PolicyMachine(ConformanceMachine):
         if initial != -1:
             self.log.add(f"{source}.ref_cnt = {initial}")
         self.log.add(f"p.insert({self.log.name(h)}, {source})")
-        _, error = invoke(self.target.insert, h, block)
-        if error is not None:
-            self.fail("P2", f"insert of an absent hash raised {error!r}")
+        self.judged(policy_call(self.target, "insert", h, block)[1])
         self.model.insert(h, block)
         self.blocks[h] = (block, source)
         self.exercised("P2", CLAUSES.get(self.policy_mode, {}).get("insert", "P1"))
@@ -194,9 +175,7 @@ class PolicyMachine(ConformanceMachine):
         self.step()
         h = data.draw(st.sampled_from(self.present()), label="hash")
         self.log.add(f"p.remove({self.log.name(h)})")
-        _, error = invoke(self.target.remove, h)
-        if error is not None:
-            self.fail("P3", f"remove of a present hash raised {error!r}")
+        self.judged(policy_call(self.target, "remove", h)[1])
         self.model.remove(h)
         del self.blocks[h]
         self.exercised("P3", CLAUSES.get(self.policy_mode, {}).get("remove", "P3"))
@@ -252,11 +231,7 @@ class PolicyMachine(ConformanceMachine):
             self.log.add(f"a = {source}")
             source = "a"
         self.log.add(f"p.touch({source})")
-        _, error = invoke(self.target.touch, argument)
-        if isinstance(argument, OneShot) and argument.reiterated:
-            self.fail("M0", "touch iterated its one-shot argument twice", "not a.reiterated")
-        if error is not None:
-            self.fail("P4", f"touch raised {error!r}")
+        self.judged(policy_call(self.target, "touch", argument)[1])
         self.model.touch(list(items))
         self.exercised("P4", CLAUSES.get(self.policy_mode, {}).get("touch", "P4"))
 
@@ -376,59 +351,19 @@ class PolicyMachine(ConformanceMachine):
         var = self.log.var("ev")
         protected_source = ("{" + ", ".join(map(self.log.name, [h for h in self.pool if h in protected])) + "}") if protected else "set()"
         self.log.add(f"{var} = p.evict({n}, {protected_source})")
-        value, error = invoke(self.target.evict, n, set(protected))
-        if error is not None:
-            self.fail("P5", f"evict({n}, ...) raised {error!r}")
-        eligible = [h for h in self.present() if self.blocks[h][0].ref_cnt == 0 and h not in protected]
-        view = f"(None if {var} is None else [(h, blk.block_id) for h, blk in {var}])"
+        value, verdict = policy_call(self.target, "evict", n, set(protected))
+        self.judged(verdict)
         self.exercised("P5", "P6")
-        if self.policy_mode in POLICIES:
-            expected = self.model.evict(n, set(protected))
-            expected_view = None if expected is None else [(h, int(b.block_id)) for h, b in expected]
-            got_view = None if value is None else [(h, int(b.block_id)) for h, b in value]
-            if got_view != expected_view:
-                rendered, got_rendered = (
-                    "None" if pairs is None else "[" + ", ".join(f"({self.log.name(h)}, {i})" for h, i in pairs) + "]"
-                    for pairs in (expected_view, got_view))
-                ineligible = value is not None and any(
-                    self.blocks.get(h, (None,))[0] is None or self.blocks[h][0].ref_cnt != 0 or h in protected
-                    for h, _ in value)
-                clauses = victim_blame(self.policy_mode, refused=value is None, ineligible=ineligible)
-                self.fail(clauses, f"evict({n}, ...) returned {got_rendered}; {self.policy_mode.upper()} evicts {rendered}",
-                          f"{view} == {rendered}")
-            # The order clause (and ARC's ghost trimming, A5) was checked by this comparison.
+        exact = self.policy_mode in POLICIES
+        expected = self.model.evict(n, set(protected)) if exact else None
+        self.judged(judge_evict(self.policy_mode, n, protected, value, expected, self.present_blocks(),
+                                self.log.name, var))
+        victims = [] if value is None else [h for h, _ in value]
+        if exact:  # the order clause (and ARC's ghost trimming, A5) was checked by this comparison
             self.exercised(CLAUSES[self.policy_mode]["evict"], *(("A5",) if self.policy_mode == "arc" else ()))
-            victims = [] if value is None else [h for h, _ in value]
-        else:
-            if value is None:
-                if len(eligible) >= n:
-                    self.fail(("P5", "I6"), f"evict({n}, ...) returned None, but {len(eligible)} blocks are ready, idle and unprotected",
-                              f"{var} is not None")
-                victims = []
-            else:
-                pairs = list(value)
-                if len(pairs) != n and len(eligible) < n:  # the check holds on a fixed policy too
-                    self.fail("P5", f"evict({n}, ...) returned {len(pairs)} victims, but only {len(eligible)} "
-                              "blocks are eligible: P5 wants None and no change", f"{var} is None")
-                if len(pairs) != n:
-                    self.fail("P5", f"evict({n}, ...) returned {len(pairs)} victims", f"{var} is not None and len({var}) == {n}")
-                victims = []
-                for index, (h, block) in enumerate(pairs):
-                    entry = self.blocks.get(h)
-                    if entry is None or h in victims:
-                        self.fail("P5", f"evict returned {h!r}, which is not present (or twice)")
-                    if entry[0].ref_cnt != 0:
-                        self.fail(("P5", "I3"), f"evict returned {self.log.name(h)} with ref_cnt {entry[0].ref_cnt} (not ready and idle)",
-                                  f"{var} is None or {var}[{index}][0] != {self.log.name(h)}")
-                    if h in protected:
-                        self.fail("P5", f"evict returned the protected hash {self.log.name(h)}",
-                                  f"{var} is None or {var}[{index}][0] not in {protected_source}")
-                    if block is not entry[0]:
-                        self.fail(("P5", "P1"), f"evict returned {self.log.name(h)} with a block other than the one inserted",
-                                  f"{var} is None or {var}[{index}][1] is {entry[1]}")
-                    victims.append(h)
-                self.model.next_victims = list(victims)
-                self.model.evict(n, set(protected))
+        elif value is not None:
+            self.model.next_victims = list(victims)
+            self.model.evict(n, set(protected))
         for h in victims:
             self.blocks.pop(h, None)
         if n:
@@ -456,7 +391,5 @@ class PolicyMachine(ConformanceMachine):
     @invariant()
     def ref_counts_untouched(self) -> None:
         """P6: the policy never changes a block's ref_cnt."""
-        for block, source in getattr(self, "all_blocks", []):
-            if int(block.ref_cnt) != self.ref_of[id(block)]:
-                self.fail("P6", f"{source}.ref_cnt is {block.ref_cnt}, but the caller set {self.ref_of[id(block)]}",
-                          f"{source}.ref_cnt == {self.ref_of[id(block)]}")
+        blocks = getattr(self, "all_blocks", [])
+        self.judged(judge_ref_counts(((block, self.ref_of[id(block)]) for block, _ in blocks), "after the last call"))

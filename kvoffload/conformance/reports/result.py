@@ -91,6 +91,14 @@ class CallLog:
         self._hash_names: dict[bytes, str] = {}
         self._counter = 0
 
+    @classmethod
+    def naming(cls, target_var: str, hashes: Iterable[bytes], imports: Iterable[str] = ()) -> CallLog:
+        """A log whose hash names start with ``hashes`` in order (h0, h1, ...)."""
+        log = cls(target_var, list(imports))
+        for h in hashes:
+            log.name(h)
+        return log
+
     def name(self, value: object) -> str:
         """Source form of a hash (``h0``, ``h1``, ...) or of any other element (repr)."""
         if type(value) is bytes:
@@ -107,6 +115,10 @@ class CallLog:
 
     def add(self, line: str) -> None:
         self.lines.append(line)
+
+    def add_raising(self, call: str, kind: str, why: str) -> None:
+        """A call that must raise ``kind``: the snippet fails with ``why`` if it does not."""
+        self.lines.append(f"try:\n    {call}\nexcept {kind}:\n    pass  # expected\nelse:\n    raise AssertionError({why!r})")
 
     def render(self, construct: str, failing: str = "", header: str = "") -> str:
         """The whole snippet: imports, hash definitions, the calls, the failing check."""

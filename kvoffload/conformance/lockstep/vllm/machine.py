@@ -19,11 +19,10 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from ....spec import ReferenceARCPolicy, ReferenceManager
+from ....spec import ReferenceARCPolicy
 from ....spec.types import BlockHash
 from ....spec.keyed import RequestAccess, arc_request_finished, expected_lookup, request_order
-from ..adopting import AdoptingPolicy
-from ..machine_base import invoke
+from ...judge import invoke
 from ..manager_machine import ManagerMachine
 from .adapter import VllmManagerView
 
@@ -56,22 +55,6 @@ class VllmManagerMachine(ManagerMachine):
                    *(["K6"] if self.ghost_store_misses else []), *ids[1:])
         super().fail(ids, message, check)
 
-    def m10_culprit(self, evicted: list[bytes]) -> str | None:
-        """No M10 explanation once a request finished (K5) or a store miss moved ARC's p
-        (K6): the replay that explains M10 does not model them, so a match would mislead."""
-        if self.finished_requests or self.ghost_store_misses:
-            return None
-        return super().m10_culprit(evicted)
-
-    def fresh_model(self) -> None:
-        """The model of a fresh manager of the same capacity and policy (K7)."""
-        if self.policy_mode in ("lru", "arc"):
-            self.adopt = None
-            self.model = ReferenceManager(self.capacity, policy=self.policy_mode, enable_events=self.events_on)
-        else:
-            self.adopt = AdoptingPolicy(self.capacity)
-            self.model = ReferenceManager(self.capacity, policy=self.adopt, enable_events=self.events_on)
-
     # -- K1: per-key lookups ----------------------------------------------------------------
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
         """Ask ``lookup(key, ctx)`` for every pool key (K1) and compare with the model."""
@@ -91,7 +74,7 @@ class VllmManagerMachine(ManagerMachine):
         index = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
         h = self.pool[index]
         if "HIT" in (got[index], expected[index]):
-            found = self.refine(clauses, h) if got[index] == "HIT" else clauses
+            found = self.judge.refine(clauses, h) if got[index] == "HIT" else clauses
             if got[index] == "HIT" and expected[index] == "HIT_PENDING":
                 found = ("K1", "M1", *clauses)  # pending blocks are not readable
             found = (*found, "K1")
@@ -108,18 +91,20 @@ class VllmManagerMachine(ManagerMachine):
         )
 
     # -- K6: store misses are observed first ----------------------------------------------------
-    def call(self, method: str, items: list[Any], shape: str, hook: Any = None, **keywords: Any) -> Any:
+    def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> Any:
         if method == "prepare_store":
             absent = [h for h in items if isinstance(h, bytes) and self.ref(h) is None]
             fresh = absent if self.open_request is None else self.open_request.new_store_misses(absent)
             if fresh:
                 self.ghost_store_misses += len(set(fresh) & set(self.ghosts()))
+                if self.ghost_store_misses:  # p moved (K6): the judge's M10 replay cannot model it
+                    self.judge.calls = None
                 # K6: vLLM's prepare_store hands its new store misses to the policy
                 # (``on_store_miss``, by default a touch: ARC's ghosts move p, A3) first.
                 self.model.policy.touch([BlockHash(h) for h in fresh])
-                self.calls.append(("touch", list(fresh), {}))
+                self.judge.record("touch", list(fresh))
                 self.exercised("K6")
-        return super().call(method, items, shape, hook, **keywords)
+        return super().call(method, items, shape, **keywords)
 
     # -- K6 steering: ghosts stored again ------------------------------------------------------------
     @precondition(lambda self: bool(self.ghosts()))
@@ -160,7 +145,7 @@ class VllmManagerMachine(ManagerMachine):
             for _ in range(data.draw(st.integers(1, 2), label="stores")):
                 items = self.draw_batch(data, min_size=1)
                 absent = [h for h in items if self.ref(h) is None]
-                ready_now = [h for h in items if h in self.ready_set()]
+                ready_now = [h for h in items if h in self.judge.ready_set()]
                 self._prepare_store(items, data)
                 stored = [h for h in absent if self.ref(h) == -1]
                 access.offered(absent, ready_now, stored)
@@ -175,8 +160,8 @@ class VllmManagerMachine(ManagerMachine):
             arc_request_finished(self.model.policy, access)
         else:
             self.model.policy.touch([BlockHash(h) for h in request_order(access)])
-        self.calls.append(("touch", request_order(access), {}))  # approximate, for M10's explanation only
         self.finished_requests += 1
+        self.judge.calls = None  # no M10 explanation: its replay does not model K5's recency
         self.exercised("K5")
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
@@ -218,11 +203,8 @@ class VllmManagerMachine(ManagerMachine):
         _, error = invoke(self.target.reset_cache)
         if error is not None:
             self.fail("K7", f"reset_cache raised {error!r}")
-        self.fresh_model()
+        self.judge.reset()
         self.inflight.clear()
-        self.id_of.clear()
-        self.replayed.clear()
-        self.calls.clear()
         self.exercised("K7")
         self.sweep(("K7",), "after reset_cache")
 
