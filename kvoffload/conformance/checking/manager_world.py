@@ -226,7 +226,7 @@ class ManagerWorld:
                 log.add(render_op(op, log.name))
         return self._log
 
-    def _name(self, h: bytes) -> str:
+    def _name(self, h: object) -> str:
         return self._names().name(h)
 
     def reproduction(self, check: str = "") -> str:

@@ -218,7 +218,7 @@ class PolicyWorld:
                 log.add(render_policy_op(op, log.name, names))
         return self._log
 
-    def _name(self, h: bytes) -> str:
+    def _name(self, h: object) -> str:
         return self._names().name(h)
 
     def observe(self, method: str) -> None:
