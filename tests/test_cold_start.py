@@ -50,3 +50,48 @@ def test_cold_start_command_prints_both_first_use_rows_beside_the_floors(tmp_pat
         assert target in ("≤ 3 s", "≤ 0.5 s") and met in ("yes", "NO")
     assert "numba imported before the first answer" in done.stdout and "answers checked: ok" in done.stdout
     assert "CPU to the first answer, warm first use (cache filled) (medians): interpreter start-up" in done.stdout
+
+
+_EVERY_ENTRY_POINT = """
+import json
+from kvoffload.impl import CPUOffloadingManager
+from kvoffload.impl.core import ops, runtime
+from kvoffload.impl.tiers.checksum import checksum64
+manager = CPUOffloadingManager(8, policy="arc")
+keys = [bytes([i]) * 32 for i in range(4)]
+output = manager.prepare_store(keys)
+manager.complete_store(output.block_hashes_to_store)
+runtime.wait()  # eager: compiles (or loads) every entry point in this process
+checksum64(bytes(24))
+stats = {name: getattr(ops, name).stats for name in runtime.NAMES}
+print(json.dumps({"answer": manager.lookup(keys), "hits": {n: sum(s.cache_hits.values()) for n, s in stats.items()},
+                  "misses": {n: sum(s.cache_misses.values()) for n, s in stats.items()}}))
+"""
+
+
+def _cache_files(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_a_second_process_loads_every_compiled_function_and_writes_nothing_to_the_cache(tmp_path: Path) -> None:
+    """Issue 12 item 5: the first process fills an empty NUMBA_CACHE_DIR (compiling the
+    whole core: tens of seconds of CPU); a second one over it finds every entry point
+    there and leaves every cache file as it was (no new entry, nothing re-saved)."""
+    from kvoffload.impl.jitcache import cache_tag
+
+    cache = tmp_path / "numba-cache"
+    runs = []
+    for _ in range(2):
+        done = _python(["-c", _EVERY_ENTRY_POINT], tmp_path, NUMBA_CACHE_DIR=str(cache), KVOFFLOAD_COMPILE="eager")
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs.append((json.loads(done.stdout.strip().splitlines()[-1]), _cache_files(cache)))
+    (first, filled), (second, after) = runs
+    assert first["answer"] == 4 == second["answer"]
+    assert all(first["misses"].values()) and not any(first["hits"].values())  # compiled and saved ...
+    assert all(second["hits"].values()) and not any(second["misses"].values())  # ... then loaded
+    assert any(name.endswith(".nbi") for name in filled)
+    assert after == filled, sorted(set(after.items()) ^ set(filled.items()))
+    # Entries sit in this numba build's own directory: another build (vLLM's venv pins
+    # an older numba) cannot discard them by rewriting a shared index.
+    assert all(Path(name).parent.name == cache_tag() for name in filled)

@@ -1,7 +1,8 @@
 """How the core's functions are built: numba-compiled, or their plain-Python twin.
 
 Every module of this package is imported twice from the same files: as
-``kvoffload.impl.core.*`` (each :func:`kernel` is ``numba.njit(cache=True)``) and as
+``kvoffload.impl.core.*`` (each :func:`kernel` is ``numba.njit(cache=True)``, cached per
+numba build: :mod:`kvoffload.impl.jitcache`) and as
 ``kvoffload.impl.core.twin.*`` (see :mod:`.twin`), where :func:`kernel` returns the
 function unchanged. The twin runs the very same code on the very same state arrays,
 without compiling anything: the manager uses it while the compiled entry points are
@@ -24,6 +25,6 @@ def kernel(**options: Any) -> Callable[[Any], Any]:
     """``@kernel()``: ``njit(cache=True, **options)``, or the function itself in the twin."""
     if TWIN:
         return lambda function: function
-    from numba import njit
+    from ..jitcache import cached_njit
 
-    return njit(cache=True, **options)  # type: ignore[no-any-return]
+    return cached_njit(**options)

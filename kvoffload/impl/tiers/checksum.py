@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
+
+from ..jitcache import cached_njit
 
 __all__ = ["checksum64"]
 
@@ -26,7 +27,7 @@ _P = np.uint64(0x9E3779B97F4A7C15)
 _Q = np.uint64(0xC2B2AE3D27D4EB4F)
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def _lanes(words: npt.NDArray[np.uint64], tail: npt.NDArray[np.uint8], length: int) -> np.uint64:  # pragma: no cover - compiled
     a = np.uint64(0x243F6A8885A308D3)
     b = np.uint64(0x13198A2E03707344)
