@@ -95,3 +95,25 @@ def test_a_second_process_loads_every_compiled_function_and_writes_nothing_to_th
     # Entries sit in this numba build's own directory: another build (vLLM's venv pins
     # an older numba) cannot discard them by rewriting a shared index.
     assert all(Path(name).parent.name == cache_tag() for name in filled)
+
+
+def test_editing_a_callee_module_moves_the_compile_cache_to_a_new_folder(tmp_path: Path) -> None:
+    """numba keys a cache entry on the entry point's own file; a callee edited in another
+    module (core/evict.py under ops.prepare_store) must not load the old machine code: the
+    cache folder's name carries a digest of every compiled module's source."""
+    copy = tmp_path / "site"
+    copy.mkdir()
+    subprocess.run(["cp", "-r", str(Path(kvoffload.__file__).parent), str(copy / "kvoffload")], check=True)
+    probe = "import kvoffload.impl.jitcache as j; assert j.__file__.startswith(%r); print(j.cache_tag())" % str(copy)
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+
+    def tag() -> str:
+        return subprocess.run([sys.executable, "-c", probe], env=env, cwd=tmp_path, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    before = tag()
+    evict = copy / "kvoffload" / "impl" / "core" / "evict.py"
+    evict.write_text(evict.read_text() + "\n# an edit that changes no entry point's own file\n")
+    after = tag()
+    assert before != after
+    assert before.rsplit("-src-", 1)[0] == after.rsplit("-src-", 1)[0]  # same numba build

@@ -9,18 +9,22 @@ what the other had saved and compiled the whole core again (~60 functions, tens 
 seconds of CPU; issue 12 item 5), then saved it over the other's. Here every cache
 location numba would pick (``$NUMBA_CACHE_DIR``, ``__pycache__``, the user cache
 directory, …) gets a subdirectory named by the numba and llvmlite versions, so each
-build keeps its own entries and loads them on every later start.
+build keeps its own entries and loads them on every later start, and by a digest of the
+compiled modules' sources (``source_digest``), so no entry compiled from other sources
+(a callee changed in another file) is ever loaded.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
-__all__ = ["cache_tag", "cached_njit"]
+__all__ = ["cache_tag", "cached_njit", "source_digest"]
 
 
 def cache_tag() -> str:
@@ -28,7 +32,21 @@ def cache_tag() -> str:
     import numba
 
     llvmlite = importlib.import_module("llvmlite")  # no type information: imported by name
-    return f"numba-{numba.__version__}-llvmlite-{llvmlite.__version__}"
+    return f"numba-{numba.__version__}-llvmlite-{llvmlite.__version__}-src-{source_digest()}"
+
+
+@lru_cache(maxsize=None)
+def source_digest() -> str:
+    """A digest of every compiled module's source. numba keys a cache entry on the stamp of
+    the entry point's own file only, so an entry point whose callee in another module
+    changed (``ops.prepare_store`` calling ``evict.py``) loaded the old machine code: after
+    an edit, a checkout or an upgrade that left that one file alone, stale code would run.
+    A new digest is a new folder, so nothing compiled from other sources is ever loaded."""
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted([*(here / "core").glob("*.py"), here / "tiers" / "checksum.py"]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _tagged(locator: type[Any], tag: str) -> type[Any]:
