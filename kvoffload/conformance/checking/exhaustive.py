@@ -10,8 +10,8 @@ every reachable state of that scope is proved to conform; ``--depth N`` stops af
 calls. A violation is reported as the SHORTEST call sequence reaching it (BFS parent
 pointers), replayed on a fresh model and target, as a runnable snippet naming the clause.
 
-Manager calls: ``exhaustive_manager``; CachePolicy calls alone (``--policies-only``):
-``exhaustive_policy``. The hash alphabet defaults to the smallest size at which the
+Manager calls: ``manager_world``; CachePolicy calls alone (``--policies-only``):
+``policy_world``. The hash alphabet defaults to the smallest size at which the
 reduced state space stops growing (free hashes for every hash a state can hold, plus the
 fresh ones a call can use): ``3 + residents + ghosts + longest call``.
 
