@@ -90,12 +90,54 @@ def _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, h):  # type: ignore
     meta[N1 + LIST_T2] += moved
 
 
+@kernel(inline="always")
+def _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, side, ns, lside, nl):  # type: ignore[no-untyped-def]
+    """F5 on S: its oldest eligible block leaves if unused, or moves to M (runs of used
+    blocks at S's head at once): ``(victim or -1 if S has no eligible block, ns, nl)``."""
+    while True:
+        e = meta[lslot(LIST_T1, LIST_HEAD)]
+        # The steady state, without a call: S's head is idle, unprotected, and no heap
+        # competes (as in ``evict.choose_victims``).
+        if e < 0 or ref[e] != 0 or prot[e] != 0 or meta[HS0 + LIST_T1] != 0:
+            e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl)
+            if e < 0:
+                return -1, ns, nl
+        elif marks[e] != 0:
+            _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, LIST_T1)
+            continue
+        _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T1, e)
+        if marks[e] == 0:
+            return e, ns, nl
+        marks[e] = 0
+        _to_main(ts, hpos, lst, bprev, bnext, meta, e)
+
+
+@kernel(inline="always")
+def _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, e, side, ns, lside, nl):  # type: ignore[no-untyped-def]
+    """F5 on M (CLOCK): a used block loses one count and goes to M's newest end (runs of
+    them at M's head at once) until an unused one leaves: ``(victim, ns, nl)``. ``e``: M's
+    oldest eligible block if already looked up, else -1."""
+    while True:
+        if e < 0:
+            e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl)
+        if marks[e] != 0 and e == meta[lslot(LIST_T2, LIST_HEAD)] and meta[HS0 + LIST_T2] == 0:
+            _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, LIST_T2)
+            e = -1
+            continue
+        _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T2, e)
+        if marks[e] == 0:
+            return e, ns, nl
+        marks[e] -= 1
+        _to_main(ts, hpos, lst, bprev, bnext, meta, e)
+        e = -1
+
+
 @kernel()
 def s3fifo_choose(a64, a32, a8, keys, nprot, n, out_vic, from_list):  # type: ignore[no-untyped-def]
     """F5: take ``n`` victims (their list ids in ``from_list``; the caller checked that
     ``n`` eligible blocks exist), promoting and ageing on the way; marks of victims cleared.
-    Written as one loop over inlined list steps: an out-of-line call per block costs a
-    reference-count round trip per array argument, and every victim moves about two blocks."""
+    The walks are inlined: an out-of-line call per block costs a reference-count round
+    trip per array argument, and each victim moves blocks of S and M on the way."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     marks = marks_of(a8, meta)
     side = np.empty(nprot, np.int64)
@@ -105,47 +147,18 @@ def s3fifo_choose(a64, a32, a8, keys, nprot, n, out_vic, from_list):  # type: ig
     s_taken = 0  # victims from S so far: |S| now is meta[N1 + LIST_T1] - s_taken
     for k in range(n):
         victim = -1
-        h = LIST_T1
         e = -1  # M's oldest eligible block, once looked up
         if meta[N1 + LIST_T1] - s_taken < meta[SMALL]:
             e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl)
-        if e < 0:  # F5: S's oldest eligible block leaves, or moves to M if used again
-            while True:
-                e = meta[lslot(LIST_T1, LIST_HEAD)]
-                # The steady state, without a call: S's head is idle, unprotected, and no heap
-                # competes (as in ``evict.choose_victims``).
-                if e < 0 or ref[e] != 0 or prot[e] != 0 or meta[HS0 + LIST_T1] != 0:
-                    e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl)
-                    if e < 0:
-                        break
-                elif marks[e] != 0:
-                    _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, LIST_T1)
-                    continue
-                _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T1, e)
-                if marks[e] == 0:
-                    victim = e
-                    s_taken += 1
-                    break
-                marks[e] = 0
-                _to_main(ts, hpos, lst, bprev, bnext, meta, e)
-            e = -1
-        while victim < 0:  # F5: CLOCK over M: a used block loses one count, goes to M's newest end
-            if e < 0:
-                e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl)
-            if marks[e] != 0 and e == meta[lslot(LIST_T2, LIST_HEAD)] and meta[HS0 + LIST_T2] == 0:
-                _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, LIST_T2)
-                e = -1
-                continue
-            _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T2, e)
-            if marks[e] == 0:
-                victim = e
-                h = LIST_T2
-            else:
-                marks[e] -= 1
-                _to_main(ts, hpos, lst, bprev, bnext, meta, e)
-                e = -1
+        if e < 0:  # S first: |S| >= s, or M has no eligible block
+            victim, ns, nl = _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, side, ns, lside, nl)
+        if victim >= 0:
+            s_taken += 1
+            from_list[k] = LIST_T1
+        else:
+            victim, ns, nl = _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, e, side, ns, lside, nl)
+            from_list[k] = LIST_T2
         out_vic[k] = victim
-        from_list[k] = h
         prefetch(keys, victim)  # its key row is rehashed next (``evict.apply_victims``)
     for j in range(ns):
         heap_push(hts, hnode, hpos, ts, meta, lst[side[j]] - T1, side[j])
