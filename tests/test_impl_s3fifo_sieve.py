@@ -194,3 +194,19 @@ def test_F5_V5_protected_and_pinned_blocks_keep_their_place(policy: str) -> None
     assert all(np.array_equal(a, b) for a, b in zip(before, impl._state))
     assert _store(impl, [_h(0), _h(9)]) == _store(ref, [_h(0), _h(9)])
     assert_same_policy_state(impl, ref)
+
+
+def test_F5_runs_of_used_blocks_move_as_one_block_at_a_time_would() -> None:
+    """F5: the core moves a run of used blocks at S's or M's head with one relink; the
+    order, counters and stamps must be those of moving them one at a time. S's run broken
+    by a block being read; M going round whole (every block used, counters 3) three times
+    before a victim leaves, its runs broken by a block being read and by the request's own."""
+    cap = 40
+    first = [_h(i) for i in range(cap)]
+    steps: list[tuple[str, list[bytes]]] = [("store", first), ("touch", first), ("prepare_load", [_h(7)])]
+    steps += [("store", [_h(200)]), ("complete_load", [_h(7)])]  # S's run to M, around 7; |S| = 1
+    steps += [("touch", first)] * 3 + [("prepare_load", [_h(20)])]  # M's counters at 3
+    steps += [("store", [_h(201), _h(30)])]  # M round three times, past 20 (read) and 30 (own)
+    steps += [("complete_load", [_h(20)]), ("touch", [_h(201)] * 2), ("store", [_h(210 + i) for i in range(12)])]
+    impl = _both("s3fifo", cap, steps)
+    assert len(impl.policy_view()["lists"][1]) >= cap // 2  # M was the big queue

@@ -268,7 +268,7 @@ def evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no-
         return -1
     from_list = np.empty(n, np.int64)
     if meta[POLICY] == POLICY_S3FIFO:
-        s3fifo_choose(a64, a32, a8, nprot, n, out_vic, from_list)
+        s3fifo_choose(a64, a32, a8, keys, nprot, n, out_vic, from_list)
     elif meta[POLICY] == POLICY_SIEVE:
         sieve_choose(a64, a32, a8, n, out_vic, from_list)
     else:

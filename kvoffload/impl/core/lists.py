@@ -16,8 +16,7 @@ from .layout import LIST_HEAD, LIST_TAIL, list_slot
 lslot = kernel(inline="always")(list_slot)
 
 
-@kernel()
-def l_append(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
+def _append(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     """Link ``nd`` at the most recent end of list ``h``."""
     tail = meta[lslot(h, LIST_TAIL)]
     bprev[nd] = tail
@@ -29,8 +28,7 @@ def l_append(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     meta[lslot(h, LIST_TAIL)] = nd
 
 
-@kernel()
-def l_prepend(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
+def _prepend(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     """Link ``nd`` at the least recent end of list ``h``."""
     head = meta[lslot(h, LIST_HEAD)]
     bnext[nd] = head
@@ -42,8 +40,7 @@ def l_prepend(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     meta[lslot(h, LIST_HEAD)] = nd
 
 
-@kernel()
-def l_unlink(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
+def _unlink(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     """Take ``nd`` out of list ``h``."""
     p = bprev[nd]
     nx = bnext[nd]
@@ -55,3 +52,12 @@ def l_unlink(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
         bprev[nx] = p
     else:
         meta[lslot(h, LIST_TAIL)] = p
+
+
+l_append = kernel()(_append)
+l_prepend = kernel()(_prepend)
+l_unlink = kernel()(_unlink)
+#: The same, inlined into the caller's IR: no reference-count round trip per array
+#: argument, which a per-block loop pays on every out-of-line call (S3-FIFO's F5 walk).
+l_append_inline = kernel(inline="always")(_append)
+l_unlink_inline = kernel(inline="always")(_unlink)
