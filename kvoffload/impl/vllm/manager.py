@@ -98,6 +98,11 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         # order; made one ordered set and one touch when the request finishes (a copy per
         # call here costs less than merging into a set per call).
         self._seen: dict[str, list[list[bytes]]] = {}
+        # K6 is ARC's alone here: its ghosts are the only keys a store miss changes (A3);
+        # for the other policies a touch of absent keys is a no-op (M4), so they skip it.
+        self._reports_store_misses = self.core.policy == "arc"
+        # req_id -> the absent keys this request has reported to the policy (K6).
+        self._store_misses: dict[str, set[bytes]] = {}
 
     @property
     def core(self) -> CPUOffloadingManager:
@@ -168,6 +173,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
                 offered = list(filterfalse(self._pending.__contains__, hashes))
             except TypeError:  # an unhashable element: the core refuses it below (M9)
                 offered = []
+        if self._reports_store_misses:
+            self._report_store_misses(hashes, req_context)
         output = self.cache.prepare_store(hashes)
         self._record(req_context, offered)
         if output is None:
@@ -190,6 +197,26 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             evicted_keys=evicted,
         )
 
+    @implements("K6")
+    def _report_store_misses(self, hashes: list[BlockHash], req_context: Any) -> None:
+        """K6: the request's new store misses (absent keys not reported by this request
+        before, input order; every absent key without a request id) go to the policy as
+        one ``touch`` before M5, also when the store is then refused. A touch of an absent
+        key is a no-op (M4) unless it is an ARC ghost, which moves ``p`` (A3)."""
+        if not all(isinstance(h, bytes) for h in hashes):
+            return  # M9: the store refuses the call below and nothing may change
+        present = self._resident
+        absent = [h for h in hashes if not present(h)]
+        req_id = getattr(req_context, "req_id", None)
+        if req_id is not None and absent:
+            reported = self._store_misses.get(req_id)
+            if reported is None:
+                reported = self._store_misses[req_id] = set()
+            absent = [h for h in absent if h not in reported]
+            reported.update(absent)
+        if absent:
+            self.cache.touch(absent)
+
     @implements("N4")
     def complete_store(self, keys: Collection[bytes], req_context: Any, success: bool = True) -> None:
         hashes = _keys(keys)
@@ -209,6 +236,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         ``touch`` (M4) of the request's keys in prefix order, so its first block ends up
         the most recently used (P4), as vLLM's own LRU orders them."""
         self.counters["requests_finished"] += 1
+        if self._store_misses:
+            self._store_misses.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
         seen = self._seen.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
         if not seen:
             return
@@ -292,6 +321,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         else:
             self.fence = ResetFence()
         self._seen.clear()
+        self._store_misses.clear()
         self.counters["resets"] += 1
         if self._log:
             log_event(side="scheduler", op="reset_cache")
