@@ -103,6 +103,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self._reports_store_misses = self.core.policy == "arc"
         # req_id -> the absent keys this request has reported to the policy (K6).
         self._store_misses: dict[str, set[bytes]] = {}
+        # ARC (K5): req_id -> (keys the request inserted, keys it reused).
+        self._arc_access: dict[str, tuple[set[bytes], set[bytes]]] = {}
 
     @property
     def core(self) -> CPUOffloadingManager:
@@ -142,6 +144,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         hashes = _keys(keys)
         spec = self.cache.prepare_load(hashes)
         self._record(req_context, hashes)
+        if self._reports_store_misses:
+            self._note_reused(req_context, hashes)
         self.counters["prepare_load_calls"] += 1
         self.counters["prepare_load_blocks"] += len(hashes)
         if self._log:
@@ -173,10 +177,16 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
                 offered = list(filterfalse(self._pending.__contains__, hashes))
             except TypeError:  # an unhashable element: the core refuses it below (M9)
                 offered = []
+        ready: list[bytes] = []
         if self._reports_store_misses:
             self._report_store_misses(hashes, req_context)
+            ready = self._ready_of(hashes)
         output = self.cache.prepare_store(hashes)
         self._record(req_context, offered)
+        if ready:
+            self._note_reused(req_context, ready)
+        if output is not None and output.block_hashes_to_store and self._reports_store_misses:
+            self._note_inserted(req_context, output.block_hashes_to_store)
         if output is None:
             self.counters["prepare_store_refused"] += 1
             if self._log:
@@ -217,6 +227,37 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         if absent:
             self.cache.touch(absent)
 
+    def _ready_of(self, hashes: list[BlockHash]) -> list[bytes]:
+        """The ready keys of a batch, read before the store changes the index (K5)."""
+        try:
+            return [h for h in hashes if h in self._ready]
+        except TypeError:  # an unhashable element: the core refuses the call (M9)
+            return []
+
+    def _access(self, req_context: Any) -> tuple[set[bytes], set[bytes]] | None:
+        req_id = getattr(req_context, "req_id", None)
+        if req_id is None:
+            return None
+        access = self._arc_access.get(req_id)
+        if access is None:
+            access = self._arc_access[req_id] = (set(), set())
+        return access
+
+    @implements("K5")
+    def _note_reused(self, req_context: Any, keys: Iterable[bytes]) -> None:
+        """K5: a key loaded, or offered while ready, and not inserted by this request
+        before, is reused (its end of request is a second use)."""
+        access = self._access(req_context)
+        if access is not None:
+            inserted, reused = access
+            reused.update(k for k in keys if k not in inserted)
+
+    @implements("K5")
+    def _note_inserted(self, req_context: Any, keys: Iterable[bytes]) -> None:
+        access = self._access(req_context)
+        if access is not None:
+            access[0].update(keys)
+
     @implements("N4")
     def complete_store(self, keys: Collection[bytes], req_context: Any, success: bool = True) -> None:
         hashes = _keys(keys)
@@ -236,16 +277,32 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         ``touch`` (M4) of the request's keys in prefix order, so its first block ends up
         the most recently used (P4), as vLLM's own LRU orders them."""
         self.counters["requests_finished"] += 1
-        if self._store_misses:
-            self._store_misses.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
-        seen = self._seen.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
+        req_id = getattr(req_context, "req_id", None)
+        access = None
+        if self._reports_store_misses:
+            self._store_misses.pop(req_id, None)  # type: ignore[arg-type]
+            access = self._arc_access.pop(req_id, None)  # type: ignore[arg-type]
+        seen = self._seen.pop(req_id, None)  # type: ignore[arg-type]
         if not seen:
             return
         keys = self._finish_order(seen[0] if len(seen) == 1 else list(chain.from_iterable(seen)), req_context)
         if not keys:
             return
+        if self._reports_store_misses:
+            self._arc_finish(keys, access)
+            return
         self.cache.touch(keys)
         self.counters["touch_blocks"] += len(keys)
+
+    @implements("K5")
+    def _arc_finish(self, keys: list[bytes], access: tuple[set[bytes], set[bytes]] | None) -> None:
+        """K5 for ARC: only the keys the request inserted or reused change, a reused one
+        as a second use (T1 -> T2), an inserted-only one within its own list."""
+        inserted, reused = access if access is not None else (set(), set())
+        keys = [k for k in keys if k in reused or k in inserted]
+        if keys:
+            self.core.arc_request_finished(keys, [k in reused for k in keys])
+            self.counters["touch_blocks"] += len(keys)
 
     @staticmethod
     def _finish_order(keys: list[bytes], req_context: Any) -> list[bytes]:
@@ -322,6 +379,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             self.fence = ResetFence()
         self._seen.clear()
         self._store_misses.clear()
+        self._arc_access.clear()
         self.counters["resets"] += 1
         if self._log:
             log_event(side="scheduler", op="reset_cache")
