@@ -64,7 +64,9 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
 
     ``factory`` builds the core manager; it is called again by ``reset_cache``.
     Answers are those of vLLM's own ``CPUOffloadingManager`` of the same policy for LRU
-    (lookups, stored and evicted keys, events), block ids aside. ``admission``: the
+    (lookups, stored and evicted keys, events), block ids aside, and for ARC (K5, K6:
+    store misses reported to the policy first; ARC's end-of-request rule; only ARC pays
+    for that bookkeeping). ``admission``: the
     store threshold (N2), off by default; ``info``: the labels of vLLM 0.33's info
     gauge (N3).
     """
@@ -275,7 +277,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
     def on_request_finished(self, req_context: Any) -> None:
         """vLLM 0.32 updates recency here (its scheduler never calls ``touch``): one
         ``touch`` (M4) of the request's keys in prefix order, so its first block ends up
-        the most recently used (P4), as vLLM's own LRU orders them."""
+        the most recently used (P4), as vLLM's own LRU orders them. ARC: K5's rule
+        (``_arc_finish``) instead."""
         self.counters["requests_finished"] += 1
         req_id = getattr(req_context, "req_id", None)
         access = None
