@@ -313,12 +313,23 @@ class CPUOffloadingManager(OffloadingManager):
         left alone. Bad input raises (M9) before anything changes."""
         if self.policy != "arc":
             raise ValueError(f"K5: arc_request_finished is ARC's; this manager's policy is {self.policy!r}")
-        hashes = read_hashes(block_hashes)
+        hashes: list[Any] = block_hashes if type(block_hashes) is list else read_hashes(block_hashes)
         flags = [bool(flag) for flag in reused]
-        if len(flags) != len(hashes):
-            raise ValueError(f"K5: {len(hashes)} hashes but {len(flags)} reused flags")
-        if hashes:
-            self._run_slow(runtime.entry("arc_finish"), "arc_finish", hashes, flags)
+        n = len(hashes)
+        if len(flags) != n:
+            raise ValueError(f"K5: {n} hashes but {len(flags)} reused flags")
+        if not n:
+            return
+        op = _READY.get("arc_finish")
+        if op is not None and self.direct:  # compiled: it reads (and checks) the list itself
+            if n > self._batch:
+                self._grow_batch(n)
+            self._out(L.IO_OUT_A)[:n] = flags
+            result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
+                        id(hashes), n, self._q, self._io)
+            if result not in SLOW_PATH:
+                return
+        self._run_slow(op or runtime.entry("arc_finish"), "arc_finish", hashes, flags)
 
     # -- M5 ---------------------------------------------------------------------------
     def prepare_store(self, block_hashes: Iterable[BlockHash]) -> PrepareStoreOutput | None:
