@@ -305,7 +305,7 @@ class CPUOffloadingManager(OffloadingManager):
         """M4, P4: recency hint, last hash first (L2 / A3)."""
         self._run("touch", block_hashes)
 
-    def arc_request_finished(self, block_hashes: Iterable[BlockHash], reused: Iterable[bool]) -> None:
+    def arc_request_finished(self, block_hashes: Iterable[BlockHash], reused: Sequence[bool]) -> None:
         """K5 for ARC: a finished request's keys in request order; ``reused[i]`` when the
         request reused key ``i`` (loaded it, or offered it while ready, and had not
         inserted it). Last to first, a reused T1 block moves to T2's most recent end, any
@@ -314,7 +314,7 @@ class CPUOffloadingManager(OffloadingManager):
         if self.policy != "arc":
             raise ValueError(f"K5: arc_request_finished is ARC's; this manager's policy is {self.policy!r}")
         hashes: list[Any] = block_hashes if type(block_hashes) is list else read_hashes(block_hashes)
-        flags = [bool(flag) for flag in reused]
+        flags = reused if type(reused) is list else list(reused)
         n = len(hashes)
         if len(flags) != n:
             raise ValueError(f"K5: {n} hashes but {len(flags)} reused flags")

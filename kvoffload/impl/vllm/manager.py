@@ -252,7 +252,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         access = self._access(req_context)
         if access is not None:
             inserted, reused = access
-            reused.update(k for k in keys if k not in inserted)
+            reused.update(keys if not inserted else set(keys).difference(inserted))
 
     @implements("K5")
     def _note_inserted(self, req_context: Any, keys: Iterable[bytes]) -> None:
@@ -302,9 +302,12 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         """K5 for ARC: only the keys the request inserted or reused change, a reused one
         as a second use (T1 -> T2), an inserted-only one within its own list."""
         inserted, reused = access if access is not None else (set(), set())
-        keys = [k for k in keys if k in reused or k in inserted]
+        # ``keys`` are distinct and hold every inserted and reused key: when those are
+        # all of them (the usual case), no key needs dropping.
+        if len(inserted) + len(reused) - len(inserted & reused) != len(keys):
+            keys = [k for k in keys if k in reused or k in inserted]
         if keys:
-            self.core.arc_request_finished(keys, [k in reused for k in keys])
+            self.core.arc_request_finished(keys, list(map(reused.__contains__, keys)))
             self.counters["touch_blocks"] += len(keys)
 
     @staticmethod
