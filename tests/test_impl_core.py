@@ -64,7 +64,7 @@ def test_twin_and_compiled_builds_answer_and_change_state_identically(policy: st
     compiled_side = CPUOffloadingManager(16, policy=policy)
     pending: list[bytes] = []
     loaded: list[bytes] = []
-    names = ["lookup", "touch", "prepare_store", "store_ok", "store_fail", "prepare_load", "complete_load"]
+    names = ["lookup", "touch", "prepare_store", "store_ok", "store_fail", "prepare_load", "complete_load", "arc_finish"]
     for _ in range(400):
         name = rng.choice(names)
         if name in ("store_ok", "store_fail"):
@@ -73,6 +73,10 @@ def test_twin_and_compiled_builds_answer_and_change_state_identically(policy: st
             hashes = loaded[:1] or [pool[0]]
         else:
             hashes = [rng.choice(pool) for _ in range(rng.randint(1, 8))]
+        if name == "arc_finish":  # K5: its per-key reused flags, the same on both sides
+            flags = [rng.randint(0, 1) for _ in hashes]
+            for side in (twin_side, compiled_side):
+                side._out(layout.IO_OUT_A)[: len(flags)] = flags
         results = {_call(runtime.twin(name), twin_side, hashes), _call(runtime.compiled(name), compiled_side, hashes)}
         assert len(results) == 1, (name, results)
         for mine, theirs in zip(twin_side._state + (twin_side._io,), compiled_side._state + (compiled_side._io,)):

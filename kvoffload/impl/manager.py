@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -244,8 +244,11 @@ class CPUOffloadingManager(OffloadingManager):
                 return hashes, result
         return self._run_slow(op or runtime.entry(name), name, hashes)
 
-    def _run_slow(self, op: Op, name: str, hashes: list[Any]) -> tuple[list[BlockHash], int]:
-        """Checked in Python, packed by numpy: odd elements, long hashes, no layout, the twin."""
+    def _run_slow(
+        self, op: Op, name: str, hashes: list[Any], flags: Sequence[bool] | None = None
+    ) -> tuple[list[BlockHash], int]:
+        """Checked in Python, packed by numpy: odd elements, long hashes, no layout, the twin.
+        ``flags``: one per hash, handed to the entry point in ``out_a`` (``arc_finish``)."""
         hashes = read_hashes(hashes)  # TypeError / ValueError, or subclasses made plain
         n = len(hashes)
         lens = [len(block_hash) for block_hash in hashes]
@@ -258,6 +261,8 @@ class CPUOffloadingManager(OffloadingManager):
         lens_out = self._out(L.IO_LENS)
         lens_out[:n] = lens
         pack(hashes, self._q)
+        if flags is not None:
+            self._out(L.IO_OUT_A)[:n] = flags
         result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
                     0, n, self._q, self._io)
         if result in SLOW_PATH:  # pragma: no cover - the batch was made to fit
@@ -299,6 +304,32 @@ class CPUOffloadingManager(OffloadingManager):
     def touch(self, block_hashes: Iterable[BlockHash]) -> None:
         """M4, P4: recency hint, last hash first (L2 / A3)."""
         self._run("touch", block_hashes)
+
+    def arc_request_finished(self, block_hashes: Iterable[BlockHash], reused: Sequence[bool]) -> None:
+        """K5 for ARC: a finished request's keys in request order; ``reused[i]`` when the
+        request reused key ``i`` (loaded it, or offered it while ready, and had not
+        inserted it). Last to first, a reused T1 block moves to T2's most recent end, any
+        other present block to its own list's most recent end; ghosts and absent keys are
+        left alone. Bad input raises (M9) before anything changes."""
+        if self.policy != "arc":
+            raise ValueError(f"K5: arc_request_finished is ARC's; this manager's policy is {self.policy!r}")
+        hashes: list[Any] = block_hashes if type(block_hashes) is list else read_hashes(block_hashes)
+        flags = reused if type(reused) is list else list(reused)
+        n = len(hashes)
+        if len(flags) != n:
+            raise ValueError(f"K5: {n} hashes but {len(flags)} reused flags")
+        if not n:
+            return
+        op = _READY.get("arc_finish")
+        if op is not None and self.direct:  # compiled: it reads (and checks) the list itself
+            if n > self._batch:
+                self._grow_batch(n)
+            self._out(L.IO_OUT_A)[:n] = flags
+            result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
+                        id(hashes), n, self._q, self._io)
+            if result not in SLOW_PATH:
+                return
+        self._run_slow(op or runtime.entry("arc_finish"), "arc_finish", hashes, flags)
 
     # -- M5 ---------------------------------------------------------------------------
     def prepare_store(self, block_hashes: Iterable[BlockHash]) -> PrepareStoreOutput | None:

@@ -85,4 +85,5 @@ def print_comparisons(console: Any, title: str, comparisons: list[Comparison]) -
         raise click.ClickException("answers differ from kvoffload's: " + "; ".join(bad))
     console.print("Answers: every manager marked 'must agree' gave kvoffload's answers on every request "
                   "(hits, keys to store, evicted keys, in order); '(may differ)' marks vLLM's own ARC, "
-                  "a different algorithm, and the LRU floor under ARC.")
+                  "a different algorithm, the LRU floor under ARC, and under ARC the batch API's kvoffload "
+                  "(vLLM's interface adds K5/K6's request-level recency).")

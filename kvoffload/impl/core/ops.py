@@ -48,6 +48,7 @@ from .store import prepare_store
 from .table import CHUNK, find, find_chunk, fingerprint, table_delete, tag_of
 
 __all__ = [
+    "arc_finish",
     "complete_load",
     "lookup",
     "prepare_load",
@@ -203,6 +204,44 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
             meta[N1 + LIST_T2] += 1
             h = LIST_T2
         # L2, A3: the most recent end of T2 (or of T1 for a pending T1 block)
+        ts[nd] = meta[CLOCK]
+        hpos[nd] = IN_LIST
+        l_append(bprev, bnext, meta, h, nd)
+    return 0
+
+
+@kernel()
+def arc_finish(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """K5 (ARC): a finished request's keys, last to first; ``out_a[i]`` (set by the caller)
+    non-zero when key ``i`` was reused. A reused T1 block moves to T2's most recent end,
+    any other T1/T2 block (inserted only) to its own list's most recent end; ghosts and
+    absent keys are left alone (no A3 here). Any other policy: nothing changes."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = unpack_io(io)
+    w = load(addr, n, q, lens, meta)
+    if w < 0:
+        return w
+    if meta[POLICY] != POLICY_ARC:
+        return 0
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    for i in range(n - 1, -1, -1):  # P4: last to first
+        nd = nodes[i]
+        if nd < 0:
+            continue
+        kind = lst[nd]
+        if kind != T1 and kind != T2:  # a ghost: K5 leaves it (and p) alone
+            continue
+        h = kind - T1
+        meta[CLOCK] += 1
+        if hpos[nd] == IN_LIST:
+            l_unlink(bprev, bnext, meta, h, nd)
+        elif hpos[nd] >= 0:
+            heap_remove(hts, hnode, hpos, meta, h, nd)
+        if out_a[i] != 0 and kind == T1:  # K5: reused, a second use: T1 -> T2
+            lst[nd] = T2
+            meta[N1 + LIST_T1] -= 1
+            meta[N1 + LIST_T2] += 1
+            h = LIST_T2
         ts[nd] = meta[CLOCK]
         hpos[nd] = IN_LIST
         l_append(bprev, bnext, meta, h, nd)

@@ -64,7 +64,9 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
 
     ``factory`` builds the core manager; it is called again by ``reset_cache``.
     Answers are those of vLLM's own ``CPUOffloadingManager`` of the same policy for LRU
-    (lookups, stored and evicted keys, events), block ids aside. ``admission``: the
+    (lookups, stored and evicted keys, events), block ids aside, and for ARC (K5, K6:
+    store misses reported to the policy first; ARC's end-of-request rule; only ARC pays
+    for that bookkeeping). ``admission``: the
     store threshold (N2), off by default; ``info``: the labels of vLLM 0.33's info
     gauge (N3).
     """
@@ -98,6 +100,13 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         # order; made one ordered set and one touch when the request finishes (a copy per
         # call here costs less than merging into a set per call).
         self._seen: dict[str, list[list[bytes]]] = {}
+        # K6 is ARC's alone here: its ghosts are the only keys a store miss changes (A3);
+        # for the other policies a touch of absent keys is a no-op (M4), so they skip it.
+        self._reports_store_misses = self.core.policy == "arc"
+        # req_id -> the absent keys this request has reported to the policy (K6).
+        self._store_misses: dict[str, set[bytes]] = {}
+        # ARC (K5): req_id -> (keys the request inserted, keys it reused).
+        self._arc_access: dict[str, tuple[set[bytes], set[bytes]]] = {}
 
     @property
     def core(self) -> CPUOffloadingManager:
@@ -137,6 +146,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         hashes = _keys(keys)
         spec = self.cache.prepare_load(hashes)
         self._record(req_context, hashes)
+        if self._reports_store_misses:
+            self._note_reused(req_context, hashes)
         self.counters["prepare_load_calls"] += 1
         self.counters["prepare_load_blocks"] += len(hashes)
         if self._log:
@@ -168,8 +179,16 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
                 offered = list(filterfalse(self._pending.__contains__, hashes))
             except TypeError:  # an unhashable element: the core refuses it below (M9)
                 offered = []
+        ready: list[bytes] = []
+        if self._reports_store_misses:
+            self._report_store_misses(hashes, req_context)
+            ready = self._ready_of(hashes)
         output = self.cache.prepare_store(hashes)
         self._record(req_context, offered)
+        if ready:
+            self._note_reused(req_context, ready)
+        if output is not None and output.block_hashes_to_store and self._reports_store_misses:
+            self._note_inserted(req_context, output.block_hashes_to_store)
         if output is None:
             self.counters["prepare_store_refused"] += 1
             if self._log:
@@ -190,6 +209,57 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             evicted_keys=evicted,
         )
 
+    @implements("K6")
+    def _report_store_misses(self, hashes: list[BlockHash], req_context: Any) -> None:
+        """K6: the request's new store misses (absent keys not reported by this request
+        before, input order; every absent key without a request id) go to the policy as
+        one ``touch`` before M5, also when the store is then refused. A touch of an absent
+        key is a no-op (M4) unless it is an ARC ghost, which moves ``p`` (A3)."""
+        if not all(isinstance(h, bytes) for h in hashes):
+            return  # M9: the store refuses the call below and nothing may change
+        present = self._resident
+        absent = [h for h in hashes if not present(h)]
+        req_id = getattr(req_context, "req_id", None)
+        if req_id is not None and absent:
+            reported = self._store_misses.get(req_id)
+            if reported is None:
+                reported = self._store_misses[req_id] = set()
+            absent = [h for h in absent if h not in reported]
+            reported.update(absent)
+        if absent:
+            self.cache.touch(absent)
+
+    def _ready_of(self, hashes: list[BlockHash]) -> list[bytes]:
+        """The ready keys of a batch, read before the store changes the index (K5)."""
+        try:
+            return [h for h in hashes if h in self._ready]
+        except TypeError:  # an unhashable element: the core refuses the call (M9)
+            return []
+
+    def _access(self, req_context: Any) -> tuple[set[bytes], set[bytes]] | None:
+        req_id = getattr(req_context, "req_id", None)
+        if req_id is None:
+            return None
+        access = self._arc_access.get(req_id)
+        if access is None:
+            access = self._arc_access[req_id] = (set(), set())
+        return access
+
+    @implements("K5")
+    def _note_reused(self, req_context: Any, keys: Iterable[bytes]) -> None:
+        """K5: a key loaded, or offered while ready, and not inserted by this request
+        before, is reused (its end of request is a second use)."""
+        access = self._access(req_context)
+        if access is not None:
+            inserted, reused = access
+            reused.update(keys if not inserted else set(keys).difference(inserted))
+
+    @implements("K5")
+    def _note_inserted(self, req_context: Any, keys: Iterable[bytes]) -> None:
+        access = self._access(req_context)
+        if access is not None:
+            access[0].update(keys)
+
     @implements("N4")
     def complete_store(self, keys: Collection[bytes], req_context: Any, success: bool = True) -> None:
         hashes = _keys(keys)
@@ -207,16 +277,38 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
     def on_request_finished(self, req_context: Any) -> None:
         """vLLM 0.32 updates recency here (its scheduler never calls ``touch``): one
         ``touch`` (M4) of the request's keys in prefix order, so its first block ends up
-        the most recently used (P4), as vLLM's own LRU orders them."""
+        the most recently used (P4), as vLLM's own LRU orders them. ARC: K5's rule
+        (``_arc_finish``) instead."""
         self.counters["requests_finished"] += 1
-        seen = self._seen.pop(getattr(req_context, "req_id", None), None)  # type: ignore[arg-type]
+        req_id = getattr(req_context, "req_id", None)
+        access = None
+        if self._reports_store_misses:
+            self._store_misses.pop(req_id, None)  # type: ignore[arg-type]
+            access = self._arc_access.pop(req_id, None)  # type: ignore[arg-type]
+        seen = self._seen.pop(req_id, None)  # type: ignore[arg-type]
         if not seen:
             return
         keys = self._finish_order(seen[0] if len(seen) == 1 else list(chain.from_iterable(seen)), req_context)
         if not keys:
             return
+        if self._reports_store_misses:
+            self._arc_finish(keys, access)
+            return
         self.cache.touch(keys)
         self.counters["touch_blocks"] += len(keys)
+
+    @implements("K5")
+    def _arc_finish(self, keys: list[bytes], access: tuple[set[bytes], set[bytes]] | None) -> None:
+        """K5 for ARC: only the keys the request inserted or reused change, a reused one
+        as a second use (T1 -> T2), an inserted-only one within its own list."""
+        inserted, reused = access if access is not None else (set(), set())
+        # ``keys`` are distinct and hold every inserted and reused key: when those are
+        # all of them (the usual case), no key needs dropping.
+        if len(inserted) + len(reused) - len(inserted & reused) != len(keys):
+            keys = [k for k in keys if k in reused or k in inserted]
+        if keys:
+            self.core.arc_request_finished(keys, list(map(reused.__contains__, keys)))
+            self.counters["touch_blocks"] += len(keys)
 
     @staticmethod
     def _finish_order(keys: list[bytes], req_context: Any) -> list[bytes]:
@@ -292,6 +384,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         else:
             self.fence = ResetFence()
         self._seen.clear()
+        self._store_misses.clear()
+        self._arc_access.clear()
         self.counters["resets"] += 1
         if self._log:
             log_event(side="scheduler", op="reset_cache")

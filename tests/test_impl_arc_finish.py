@@ -1,0 +1,92 @@
+"""K5 for ARC in the core (``CPUOffloadingManager.arc_request_finished``, entry point
+``arc_finish``): the same random requests finished on the reference ARC policy
+(``spec.keyed.arc_request_finished``) and on the core leave the same T1, T2, ghosts and p."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kvoffload.impl import CPUOffloadingManager
+from kvoffload.spec import ContractViolation, ReferenceManager
+from kvoffload.spec.arc import ReferenceARCPolicy
+from kvoffload.spec.keyed import RequestAccess, arc_request_finished, request_order
+from kvoffload.spec.types import BlockHash
+
+
+def _view(ref: ReferenceManager) -> tuple[list[list[BlockHash]], list[list[BlockHash]], float]:
+    policy = ref.policy
+    assert isinstance(policy, ReferenceARCPolicy)
+    return [list(policy.t1), list(policy.t2)], [list(policy.b1), list(policy.b2)], policy.p
+
+
+def _impl_view(impl: CPUOffloadingManager) -> tuple[list[list[BlockHash]], list[list[BlockHash]], float]:
+    view = impl.policy_view()
+    return view["lists"], view["ghosts"], float(impl._pf[0])
+
+
+def _random_access(rng: random.Random, pool: list[BlockHash]) -> RequestAccess:
+    """A request's record: observed keys (present, ghost or absent), some inserted, some
+    reused, some both (reused first, stored again later) and some neither."""
+    access = RequestAccess()
+    for key in rng.sample(pool, rng.randint(1, 8)):
+        access.observed[key] = None
+        kind = rng.randrange(4)
+        if kind in (0, 3):
+            access.inserted.add(key)
+        if kind in (1, 3):
+            access.reused.add(key)
+    return access
+
+
+def test_K5_arc_request_finished_matches_the_reference() -> None:
+    rng = random.Random(5)
+    pool = [BlockHash(rng.randbytes(rng.choice([8, 16]))) for _ in range(24)]
+    ref, impl = ReferenceManager(6, policy="arc"), CPUOffloadingManager(6, policy="arc")
+    pending: list[BlockHash] = []
+    for _ in range(300):
+        step = rng.randrange(4)
+        if step == 0:
+            hashes = rng.sample(pool, rng.randint(1, 3))
+            out, ours = ref.prepare_store(hashes), impl.prepare_store(hashes)
+            assert (out is None) == (ours is None)
+            if out is not None and ours is not None:
+                assert ours.block_hashes_evicted == out.block_hashes_evicted
+                pending += out.block_hashes_to_store
+        elif step == 1 and pending:
+            done = rng.sample(pending, rng.randint(1, len(pending)))
+            ref.complete_store(done)
+            impl.complete_store(done)
+            pending = [h for h in pending if h not in done]
+        elif step == 2:
+            hashes = rng.sample(pool, 2)
+            ref.touch(hashes)
+            impl.touch(hashes)
+        else:
+            access = _random_access(rng, pool)
+            keys = [k for k in request_order(access) if k in access.inserted or k in access.reused]
+            policy = ref.policy
+            assert isinstance(policy, ReferenceARCPolicy)
+            arc_request_finished(policy, access)
+            impl.arc_request_finished(keys, [k in access.reused for k in keys])
+        assert _impl_view(impl) == _view(ref)
+    impl.check_invariants()
+
+
+def test_K5_arc_request_finished_refuses_bad_input_and_changes_nothing() -> None:
+    impl = CPUOffloadingManager(4, policy="arc")
+    a, b = BlockHash(b"a" * 16), BlockHash(b"b" * 16)
+    out = impl.prepare_store([a, b])
+    assert out is not None
+    impl.complete_store([a, b])
+    before = impl.policy_view()
+    with pytest.raises(ValueError, match="K5"):
+        impl.arc_request_finished([a, b], [True])
+    with pytest.raises((TypeError, ValueError, ContractViolation)):
+        impl.arc_request_finished([a, "b"], [True, True])  # type: ignore[list-item]
+    assert impl.policy_view() == before
+    with pytest.raises(ValueError, match="K5"):
+        CPUOffloadingManager(4, policy="lru").arc_request_finished([a], [True])
+    impl.arc_request_finished([a, b], [True, False])  # a: T1 -> T2; b: T1's most recent end
+    assert impl.policy_view()["lists"] == [[b], [a]]
