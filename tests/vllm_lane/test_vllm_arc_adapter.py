@@ -4,6 +4,7 @@ a ghost moves ``p``: A3) and ARC's end-of-request recency rule (K5)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager  # noqa: E402
 
 from kvoffload.conformance.lockstep.vllm import as_contract_manager  # noqa: E402
 from kvoffload.conformance.runner import run_conformance  # noqa: E402
-from kvoffload.impl.vllm import features, make_manager  # noqa: E402
+from kvoffload.impl.vllm import make_manager  # noqa: E402
 
 H = [bytes(8), *(bytes(8) + bytes([i]) * 8 for i in (2, 3, 4, 5, 6))]
 NAMES = {key: f"h{i}" for i, key in enumerate(H)}
@@ -86,12 +87,18 @@ def test_K5_inserted_only_keys_keep_their_list_as_in_vllm_arc() -> None:
     assert ours == theirs
 
 
-# Under vLLM 0.33 every make_manager (LRU too) fails this run on I6 after reset_cache: the
-# reset fence (N1) keeps the old blocks until on_reset_flushed, which the conformance
-# adapter never calls. A gap outside K5/K6, so the run is judged against 0.32 only.
-@pytest.mark.skipif(features.RESET_FENCE, reason="0.33's reset fence: the conformance adapter never calls "
-                    "on_reset_flushed (I6 after reset_cache, every policy)")
 def test_K5_K6_our_arc_manager_conforms_to_vllm_interface() -> None:
     result = run_conformance("manager", our_arc, policy="arc", interface="vllm", max_examples=60)
     assert result.ok, result.report()
     assert {"K5", "K6"} <= set(result.clauses_exercised)
+
+
+def test_K7_our_managers_conform_after_reset_on_both_versions() -> None:
+    """K7 with 0.33's reset fence (N1): the adapter, as vLLM's scheduler, calls
+    ``on_reset_flushed`` after ``reset_cache``; then all capacity is free again. Failed on
+    0.33 with I6 right after a reset before the adapter did (every policy)."""
+    for policy in ("lru", "arc"):
+        result = run_conformance("manager", functools.partial(make_manager, policy=policy), policy=policy,
+                                 interface="vllm", max_examples=60)
+        assert result.ok, result.report()
+        assert "K7" in set(result.clauses_exercised)

@@ -167,8 +167,15 @@ class VllmManagerView:
 
     @implements("K7")
     def reset_cache(self) -> None:
-        """K7: vLLM's ``reset_cache``; the caller never completes a pre-reset job (fence)."""
+        """K7: vLLM's ``reset_cache``; the caller never completes a pre-reset job (fence).
+        On 0.33 the scheduler then calls ``on_reset_flushed`` once the workers have
+        flushed those jobs, before any new store (N1): the adapter is that caller, with
+        no worker job in flight, so it calls it at once; K7's "all capacity is free"
+        is judged after it."""
         self.manager.reset_cache()
+        flushed = getattr(self.manager, "on_reset_flushed", None)
+        if callable(flushed):
+            flushed()
         self.pending.clear()
         self.failed_since_take.clear()
 
