@@ -408,6 +408,21 @@ class CPUOffloadingManager(OffloadingManager):
             out[self._objects[block_id]] = block
         return out
 
+    def ghost_lists(self) -> list[list[BlockHash]]:
+        """The hashes of each ghost list, oldest first (ARC's B1 and B2, S3-FIFO's G; empty
+        for LRU and SIEVE): O(ghosts), read from the ghost chains."""
+        cap = self.num_blocks
+        ghosts: list[list[BlockHash]] = []
+        for g in range(L.LIST_COUNT):
+            chain, nd = [], int(self._meta[ghost_slot(g, GHOST_HEAD)])
+            gnext = self._a32[slice(*span(FIELDS["gnext"], cap, self._ghosts))]
+            while nd >= 0:
+                row = self._keys[nd]
+                chain.append(BlockHash(row[1:].tobytes()[: int(row[0])]))
+                nd = int(gnext[nd - cap])
+            ghosts.append(chain)
+        return ghosts
+
     def policy_view(self) -> dict[str, Any]:
         """The policy's state in the contract's terms, for tests: ``lists`` (the hashes of
         each recency list, oldest first: LRU's order, ARC's T1 and T2, S3-FIFO's S and M,
@@ -419,15 +434,7 @@ class CPUOffloadingManager(OffloadingManager):
         for h in range(L.LIST_COUNT):
             ids = np.flatnonzero(blk == L.T1 + h)
             lists.append([self._objects[i] for i in ids[np.argsort(ts[ids], kind="stable")].tolist()])
-        ghosts: list[list[BlockHash]] = []
-        for g in range(L.LIST_COUNT):
-            chain, nd = [], int(self._meta[ghost_slot(g, GHOST_HEAD)])
-            gnext = self._a32[slice(*span(FIELDS["gnext"], cap, self._ghosts))]
-            while nd >= 0:
-                row = self._keys[nd]
-                chain.append(BlockHash(row[1:].tobytes()[: int(row[0])]))
-                nd = int(gnext[nd - cap])
-            ghosts.append(chain)
+        ghosts = self.ghost_lists()
         marks: dict[BlockHash, int] = {}
         if L.mark_bytes(int(self._meta[L.POLICY]), cap):
             mark = self._a8[len(self._a8) - cap :]

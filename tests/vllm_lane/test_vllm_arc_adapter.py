@@ -102,3 +102,24 @@ def test_K7_our_managers_conform_after_reset_on_both_versions() -> None:
                                  interface="vllm", max_examples=60)
         assert result.ok, result.report()
         assert "K7" in set(result.clauses_exercised)
+
+
+def test_K6_ghost_superset_holds_every_ghost_and_stays_bounded() -> None:
+    """K6's touch is skipped for a store miss outside the superset of ARC's ghosts that the
+    adapter keeps (A5: evictions make ghosts): it must hold every ghost of the core after
+    any run, and stay within 4 × capacity plus one store's victims."""
+    import random
+
+    manager = make_manager(8, policy="arc")
+    rng = random.Random(3)
+    keys = [bytes([i]) * 16 for i in range(60)]
+    for step in range(400):
+        request = None  # no request id: every absent key is a store miss (K6)
+        batch = rng.sample(keys, rng.randint(1, 5))
+        out = manager.prepare_store(batch, request)
+        if out is not None:
+            manager.complete_store(list(out.keys_to_store), request, success=rng.random() < 0.9)
+        ghosts = {h for chain in manager.core.ghost_lists() for h in chain}
+        assert ghosts <= manager._maybe_ghosts, step
+        assert len(manager._maybe_ghosts) <= 4 * 8 + 5
+    assert ghosts, "the run never made a ghost"

@@ -105,6 +105,11 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self._reports_store_misses = self.core.policy == "arc"
         # req_id -> the absent keys this request has reported to the policy (K6).
         self._store_misses: dict[str, set[bytes]] = {}
+        # A superset of ARC's ghosts (A5: only evictions make ghosts): every key reported
+        # evicted, rebuilt from the core's ghost lists when it outgrows them. A store miss
+        # outside it is not a ghost, so its K6 touch would be a no-op (M4) and is skipped:
+        # the touch no longer probes the table for every absent key.
+        self._maybe_ghosts: set[bytes] = set()
         # ARC (K5): req_id -> (keys the request inserted, keys it reused).
         self._arc_access: dict[str, tuple[set[bytes], set[bytes]]] = {}
 
@@ -196,6 +201,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             return None
         to_store = output.block_hashes_to_store
         evicted = output.block_hashes_evicted
+        if evicted and self._reports_store_misses:
+            self._note_evicted(evicted)
         self.counters["store_blocks"] += len(to_store)
         self.counters["evicted_blocks"] += len(evicted)
         if to_store:
@@ -226,8 +233,20 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
                 reported = self._store_misses[req_id] = set()
             absent = [h for h in absent if h not in reported]
             reported.update(absent)
-        if absent:
-            self.cache.touch(absent)
+        ghosts = self._maybe_ghosts
+        touched = [h for h in absent if h in ghosts]
+        if touched:
+            self.cache.touch(touched)
+
+    def _note_evicted(self, evicted: list[bytes]) -> None:
+        """Evicted ARC keys are ghosts now (A5); the superset is rebuilt from the core's
+        ghost lists (at most 2 × capacity keys) once it has grown to twice that."""
+        ghosts = self._maybe_ghosts
+        ghosts.update(evicted)
+        if len(ghosts) > 4 * self.core.num_blocks:
+            ghosts.clear()
+            for chain in self.core.ghost_lists():
+                ghosts.update(chain)
 
     def _ready_of(self, hashes: list[BlockHash]) -> list[bytes]:
         """The ready keys of a batch, read before the store changes the index (K5)."""
@@ -385,6 +404,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             self.fence = ResetFence()
         self._seen.clear()
         self._store_misses.clear()
+        self._maybe_ghosts.clear()  # the fresh core remembers no ghost
         self._arc_access.clear()
         self.counters["resets"] += 1
         if self._log:
