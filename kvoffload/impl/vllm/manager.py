@@ -224,8 +224,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         key is a no-op (M4) unless it is an ARC ghost, which moves ``p`` (A3)."""
         if not all(isinstance(h, bytes) for h in hashes):
             return  # M9: the store refuses the call below and nothing may change
-        present = self._resident
-        absent = [h for h in hashes if not present(h)]
+        ready, pending = self._ready, self._pending  # inline: a method call per key costs more
+        absent = [h for h in hashes if h not in ready and h not in pending]
         req_id = getattr(req_context, "req_id", None)
         if req_id is not None and absent:
             reported = self._store_misses.get(req_id)
