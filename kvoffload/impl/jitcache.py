@@ -44,7 +44,9 @@ def source_digest() -> str:
     A new digest is a new folder, so nothing compiled from other sources is ever loaded."""
     here = Path(__file__).parent
     digest = hashlib.sha256()
-    for path in sorted([*(here / "core").glob("*.py"), here / "tiers" / "checksum.py"]):
+    replay = here.parent / "replay"
+    compiled = [*(here / "core").glob("*.py"), here / "tiers" / "checksum.py", *replay.glob("_*.py")]
+    for path in sorted(compiled):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 

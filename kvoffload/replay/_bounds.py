@@ -13,12 +13,12 @@ caching per block; with prefix hits it is a strong reference rather than a prove
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from ..impl.jitcache import cached_njit
 
 NEVER = np.int64(1) << np.int64(62)
 
 
-@njit(cache=True)
+@cached_njit()
 def replay_infinite(keys, offsets, num_keys, hits):  # type: ignore[no-untyped-def]
     """``hits[r]`` = request ``r``'s prefix of keys seen in any earlier request."""
     seen = np.zeros(num_keys, np.bool_)
@@ -32,7 +32,7 @@ def replay_infinite(keys, offsets, num_keys, hits):  # type: ignore[no-untyped-d
             seen[keys[i]] = True
 
 
-@njit(cache=True)
+@cached_njit()
 def _next_uses(keys, offsets, num_keys, cap):  # type: ignore[no-untyped-def]
     nxt_use = np.full(len(keys), NEVER, np.int64)
     last = np.full(num_keys, NEVER, np.int64)
@@ -45,7 +45,7 @@ def _next_uses(keys, offsets, num_keys, cap):  # type: ignore[no-untyped-def]
     return nxt_use
 
 
-@njit(cache=True)
+@cached_njit()
 def _heap_push(prio, key, size, p, k):  # type: ignore[no-untyped-def]
     i = size
     while i > 0:
@@ -58,7 +58,7 @@ def _heap_push(prio, key, size, p, k):  # type: ignore[no-untyped-def]
     return size + 1
 
 
-@njit(cache=True)
+@cached_njit()
 def _heap_pop(prio, key, size):  # type: ignore[no-untyped-def]
     """Remove the top entry (the caller read it at index 0); return the new size."""
     size -= 1
@@ -79,7 +79,7 @@ def _heap_pop(prio, key, size):  # type: ignore[no-untyped-def]
     return size
 
 
-@njit(cache=True)
+@cached_njit()
 def _evict_farthest(prio, key, size, cur_next, resident, res_list, res_pos, nres, prot, stamp, need):  # type: ignore[no-untyped-def]
     """Evict ``need`` unprotected resident keys of farthest next use; return (size, nres)."""
     kept = np.empty(nres if need > 0 else 0, np.int64)
@@ -104,7 +104,7 @@ def _evict_farthest(prio, key, size, cur_next, resident, res_list, res_pos, nres
     return size, nres
 
 
-@njit(cache=True)
+@cached_njit()
 def replay_belady(keys, offsets, num_keys, cap, hits):  # type: ignore[no-untyped-def]
     """Belady's MIN under the replay semantics; ``hits[r]`` as in ``replay_policy``."""
     nxt_use = _next_uses(keys, offsets, num_keys, cap)

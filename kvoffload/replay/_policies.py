@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from ..impl.jitcache import cached_njit
 
 from ._queues import HEAD, SIZE, pop_oldest, push, unlink
 
@@ -23,7 +23,7 @@ LRU, ARC, S3FIFO, SIEVE = 0, 1, 2, 3
 POLICY_CODES = {"lru": LRU, "arc": ARC, "s3fifo": S3FIFO, "sieve": SIEVE}
 
 
-@njit(cache=True)
+@cached_njit()
 def _resident(policy, where, k):  # type: ignore[no-untyped-def]
     w = where[k]
     if policy == ARC or policy == S3FIFO:
@@ -31,14 +31,14 @@ def _resident(policy, where, k):  # type: ignore[no-untyped-def]
     return w == 1
 
 
-@njit(cache=True)
+@cached_njit()
 def _num_resident(policy, ls):  # type: ignore[no-untyped-def]
     if policy == ARC or policy == S3FIFO:
         return ls[SIZE, 1] + ls[SIZE, 2]
     return ls[SIZE, 1]
 
 
-@njit(cache=True)
+@cached_njit()
 def _eligible_from(nxt, prot, stamp, k):  # type: ignore[no-untyped-def]
     """The first key from ``k`` on (following ``nxt``) that is not protected, or -1."""
     while k >= 0 and prot[k] == stamp:
@@ -46,7 +46,7 @@ def _eligible_from(nxt, prot, stamp, k):  # type: ignore[no-untyped-def]
     return k
 
 
-@njit(cache=True)
+@cached_njit()
 def _touch(policy, prev, nxt, where, ls, bits, state, cap, k):  # type: ignore[no-untyped-def]
     """P4 for one key: L2, A3, F4, V4 (every present block is ready in replay)."""
     w = where[k]
@@ -73,7 +73,7 @@ def _touch(policy, prev, nxt, where, ls, bits, state, cap, k):  # type: ignore[n
         bits[k] = 1
 
 
-@njit(cache=True)
+@cached_njit()
 def _insert(policy, prev, nxt, where, ls, bits, k):  # type: ignore[no-untyped-def]
     """P2: L1, A1, F2, V2."""
     w = where[k]
@@ -86,7 +86,7 @@ def _insert(policy, prev, nxt, where, ls, bits, k):  # type: ignore[no-untyped-d
         push(prev, nxt, where, ls, 1, k)
 
 
-@njit(cache=True)
+@cached_njit()
 def _evict_lru(prev, nxt, where, ls, prot, stamp, need):  # type: ignore[no-untyped-def]
     """L3: the least recent unprotected keys."""
     cur = ls[HEAD, 1]
@@ -98,13 +98,13 @@ def _evict_lru(prev, nxt, where, ls, prot, stamp, need):  # type: ignore[no-unty
         cur = after
 
 
-@njit(cache=True)
+@cached_njit()
 def _trim(prev, nxt, where, ls, q, bound):  # type: ignore[no-untyped-def]
     while ls[SIZE, q] > bound:
         pop_oldest(prev, nxt, where, ls, q)
 
 
-@njit(cache=True)
+@cached_njit()
 def _evict_arc(prev, nxt, where, ls, prot, stamp, need, state, cap):  # type: ignore[no-untyped-def]
     """A4, A5: T1 while it is at or above floor(p) (or T2 has none), else T2."""
     target = math.floor(state[0])
@@ -124,7 +124,7 @@ def _evict_arc(prev, nxt, where, ls, prot, stamp, need, state, cap):  # type: ig
     _trim(prev, nxt, where, ls, 4, cap)
 
 
-@njit(cache=True)
+@cached_njit()
 def _evict_s3fifo(prev, nxt, where, ls, bits, prot, stamp, need, cap, main_protected):  # type: ignore[no-untyped-def]
     """F5, F6. Keys before either cursor in its queue are protected (never moved)."""
     small_target = max(1, cap // 10)
@@ -158,7 +158,7 @@ def _evict_s3fifo(prev, nxt, where, ls, bits, prot, stamp, need, cap, main_prote
     _trim(prev, nxt, where, ls, 3, cap - small_target)
 
 
-@njit(cache=True)
+@cached_njit()
 def _evict_sieve(prev, nxt, where, ls, bits, prot, stamp, need, state):  # type: ignore[no-untyped-def]
     """V5: from the hand, newest-wards and round; ``state[1]`` is the hand (-1: oldest)."""
     while need > 0:
@@ -173,7 +173,7 @@ def _evict_sieve(prev, nxt, where, ls, bits, prot, stamp, need, state):  # type:
         need -= 1
 
 
-@njit(cache=True)
+@cached_njit()
 def _evict(policy, prev, nxt, where, ls, bits, prot, stamp, need, state, cap, main_protected):  # type: ignore[no-untyped-def]
     if policy == LRU:
         _evict_lru(prev, nxt, where, ls, prot, stamp, need)
@@ -185,7 +185,7 @@ def _evict(policy, prev, nxt, where, ls, bits, prot, stamp, need, state, cap, ma
         _evict_sieve(prev, nxt, where, ls, bits, prot, stamp, need, state)
 
 
-@njit(cache=True)
+@cached_njit()
 def _store(policy, keys, start, n, prev, nxt, where, ls, bits, prot, stamp, state, cap):  # type: ignore[no-untyped-def]
     """M5 with all of the request protected, then M6 at once (replay has no failures)."""
     absent = 0
@@ -206,7 +206,7 @@ def _store(policy, keys, start, n, prev, nxt, where, ls, bits, prot, stamp, stat
             _insert(policy, prev, nxt, where, ls, bits, k)
 
 
-@njit(cache=True)
+@cached_njit()
 def replay_policy(policy, keys, offsets, num_keys, cap, hits):  # type: ignore[no-untyped-def]
     """Replay every request; ``hits[r]`` = request ``r``'s lookup prefix (M1)."""
     prev = np.full(num_keys, -1, np.int64)

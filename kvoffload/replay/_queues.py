@@ -8,14 +8,14 @@ number), so one pair of ``prev``/``nxt`` arrays serves every queue of a policy. 
 
 from __future__ import annotations
 
-from numba import njit
+from ..impl.jitcache import cached_njit
 
 __all__ = ["HEAD", "TAIL", "SIZE", "push", "unlink", "pop_oldest"]
 
 HEAD, TAIL, SIZE = 0, 1, 2
 
 
-@njit(cache=True)
+@cached_njit()
 def push(prev, nxt, where, ls, q, k):  # type: ignore[no-untyped-def]
     """Append key ``k`` (in no queue) at queue ``q``'s newest end."""
     tail = ls[TAIL, q]
@@ -30,7 +30,7 @@ def push(prev, nxt, where, ls, q, k):  # type: ignore[no-untyped-def]
     where[k] = q
 
 
-@njit(cache=True)
+@cached_njit()
 def unlink(prev, nxt, where, ls, k):  # type: ignore[no-untyped-def]
     """Take key ``k`` out of its queue (``where[k]`` becomes 0)."""
     q = where[k]
@@ -48,7 +48,7 @@ def unlink(prev, nxt, where, ls, k):  # type: ignore[no-untyped-def]
     where[k] = 0
 
 
-@njit(cache=True)
+@cached_njit()
 def pop_oldest(prev, nxt, where, ls, q):  # type: ignore[no-untyped-def]
     """Remove and return queue ``q``'s oldest key (the queue must not be empty)."""
     k = ls[HEAD, q]
