@@ -94,8 +94,13 @@ def contract(clause_ids: tuple[str, ...], where: bool) -> None:
         "trace": "kvoffload.impl.bench.trace:command",
     },
 )
-def bench() -> None:
+@click.pass_context
+def bench(ctx: click.Context) -> None:
     """Benchmarks: the production code beside the reference model (and vLLM where present)."""
     # Time compiled code only: compile each entry point on its first call, in the caller,
     # not in the background while the plain-Python twin answers (kvoffload.impl.core.runtime).
-    os.environ.setdefault("KVOFFLOAD_COMPILE", "eager")
+    # Only while the command runs: a process that calls it (a test through CliRunner) keeps
+    # its own mode afterwards.
+    if "KVOFFLOAD_COMPILE" not in os.environ:
+        os.environ["KVOFFLOAD_COMPILE"] = "eager"
+        ctx.call_on_close(lambda: os.environ.pop("KVOFFLOAD_COMPILE", None))

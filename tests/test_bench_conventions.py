@@ -38,3 +38,21 @@ def test_floor_refuses_a_store_when_nothing_is_evictable() -> None:
     out = floor.prepare_store([c])
     assert out is not None and out[2] == [b]  # a is being read
     assert floor.prepare_store([a, b]) is None  # a pinned, c pending
+
+
+def test_bench_sets_eager_compilation_only_while_its_command_runs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``kvoffload bench`` times compiled code (eager compile mode) but must not leave that
+    mode behind in a process that invoked it (a test through ``CliRunner``)."""
+    import os
+
+    from click.testing import CliRunner
+
+    from kvoffload.cli import main
+
+    monkeypatch.delenv("KVOFFLOAD_COMPILE", raising=False)
+    result = CliRunner().invoke(main, ["bench", "manager", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "KVOFFLOAD_COMPILE" not in os.environ
+    monkeypatch.setenv("KVOFFLOAD_COMPILE", "twin")
+    CliRunner().invoke(main, ["bench", "manager", "--help"])
+    assert os.environ["KVOFFLOAD_COMPILE"] == "twin"  # a mode the caller chose is kept
