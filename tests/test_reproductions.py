@@ -57,3 +57,36 @@ def test_reproduction_fails_on_the_bug_and_passes_once_fixed(
     module, _, name = fixed.partition(":")
     on_fix = _run(snippet.replace(import_line, f"from {module} import {name} as {bug}\n"))
     assert on_fix is None, f"the reproduction fails on the fixed target: {on_fix!r}\n{snippet}"
+
+
+class _Builder:
+    """A factory held by an instance: its ``__qualname__`` (``_Builder.build``) names the
+    unbound function, which a reproduction must not call."""
+
+    def __init__(self, bug: type) -> None:
+        self.bug = bug
+
+    def build(self, *args: object, **kwargs: object) -> object:
+        return self.bug(*args, **kwargs)
+
+    @classmethod
+    def build_reference(cls, *args: object, **kwargs: object) -> object:
+        from kvoffload.spec import ReferenceManager
+
+        return ReferenceManager(*args, **kwargs)
+
+
+def test_reproduction_imports_a_factory_only_when_its_name_resolves_to_it() -> None:
+    """Without ``source=``, the Python API names the factory by module and qualname only
+    when importing that name gives back the same factory; otherwise the snippet asks for it."""
+    from kvoffload.conformance.lockstep.machine_base import FactoryRef
+
+    bound = _Builder(pb.NoStoredEvent).build
+    assert not FactoryRef.of(bound).importable
+    assert FactoryRef.of(_Builder.build_reference).source == f"{__name__}:_Builder.build_reference"
+    assert FactoryRef.of(pb.NoStoredEvent).source == "planted_bugs:NoStoredEvent"
+
+    result = run_conformance("manager", bound, policy="any")
+    assert not result.ok and result.clause == "M6", result.report()
+    assert "factory = ...  # your factory:" in result.reproduction
+    assert "_Builder.build(" not in result.reproduction

@@ -36,7 +36,7 @@ class FactoryRef:
             return cls(factory, source, ":" in source)
         module = getattr(factory, "__module__", None)
         qualname = getattr(factory, "__qualname__", None)
-        if module and qualname and "<" not in qualname and module != "__main__":
+        if module and qualname and _resolves(module, qualname, factory):
             return cls(factory, f"{module}:{qualname}")
         return cls(factory, repr(factory), False)
 
@@ -51,6 +51,18 @@ class FactoryRef:
         if not self.importable:
             return f"factory({arguments})"
         return f"{self.source.partition(':')[2]}({arguments})"
+
+
+def _resolves(module: str, qualname: str, factory: Callable[..., Any]) -> bool:
+    """Whether ``from module import …`` then ``qualname`` names ``factory`` itself: a
+    reproduction must import what ran. A method bound to an instance, a function defined
+    inside another or in ``__main__`` has a qualname that names something else or nothing."""
+    if "<" in qualname or module == "__main__":
+        return False
+    target: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    return target is factory or (target is not None and target == factory)
 
 
 @attrs.define
