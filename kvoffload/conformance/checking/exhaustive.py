@@ -151,6 +151,7 @@ def run_exhaustive(
     imports: list[str] | None = None,
     progress: Callable[[str], None] | None = None,
     snapshots: bool = True,
+    idle: bool = False,
 ) -> ExhaustiveRun:
     """Explore the reachable states of one capacity and policy (to ``depth`` if given)."""
     if hashes is None:
@@ -166,7 +167,7 @@ def run_exhaustive(
         construct = f"{source}(cache_capacity={capacity})"
         build = functools.partial(factory, cache_capacity=capacity)
         make = functools.partial(PolicyWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
-                                 distinguished=distinguished)
+                                 distinguished=distinguished, idle=idle)
     else:
         raise ValueError(f"kind={kind!r} is not 'manager' or 'policy'")
     result: Exploration[Any] = explore(make, depth, progress=progress, label=f"{policy} c={capacity} ",

@@ -37,7 +37,7 @@ from ...spec.types import BlockStatus
 from ..judge import METHOD_CLAUSE, ManagerJudge, Verdict
 from ..reports.result import CallLog, ConformanceFailure
 from ..lockstep.strategies import OneShot
-from .policy_state import FIELDS, clone_policy, held, policy_key
+from .policy_state import FIELDS, clone_policy, held, policy_key, readable_key
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
 
 __all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
@@ -190,7 +190,7 @@ class ManagerWorld:
         lists = policy_key(self.model.policy, name)
         loads = tuple(sorted(name.many(load) for load in self.inflight))
         ids = tuple(sorted((name(h), block_id) for h, (block_id, _) in self.judge.id_of.items()))
-        return (lists, loads, ids)
+        return (lists, loads, ids, readable_key(self.target, name))
 
     def fork(self) -> ManagerWorld | None:
         """An independent copy (the target deep-copied), or ``None`` if it cannot be."""

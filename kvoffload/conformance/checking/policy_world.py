@@ -31,7 +31,7 @@ from typing import Any
 from ...spec import BlockStatus, make_reference_policy
 from ..judge import Verdict, judge_evict, judge_gets, judge_ref_counts, policy_call
 from ..reports.result import CallLog, ConformanceFailure
-from .policy_state import clone_policy, held, is_ghost, policy_key
+from .policy_state import clone_policy, held, is_ghost, policy_key, readable_key
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
@@ -81,8 +81,10 @@ class PolicyWorld:
         construct: str = "make()",
         imports: list[str] | None = None,
         distinguished: int = DISTINGUISHED,
+        idle: bool = False,
     ) -> None:
         self.capacity = capacity
+        self.idle = idle  # every block idle (ref_cnt 0), nothing protected: ARC's lists and p alone
         self.policy = policy
         self.pool = hashes
         self.touch_max = touch_max
@@ -108,21 +110,23 @@ class PolicyWorld:
     def enabled(self) -> list[PolicyOp]:
         in_state = self.in_state()
         singles = [seq[0] for seq in canonical_calls(self.pool, in_state, 1, self.fixed)]
+        refs = (0,) if self.idle else REF_VALUES
         ops: list[PolicyOp] = []
         if len(self.blocks) < self.capacity:
-            ops.extend(("insert", (h,), v) for h in singles if h not in self.blocks for v in REF_VALUES)
+            ops.extend(("insert", (h,), v) for h in singles if h not in self.blocks for v in refs)
         for h, block in self.blocks.items():
-            ops.extend(("set_ref", (h,), v) for v in REF_VALUES if v != block.ref_cnt)
+            ops.extend(("set_ref", (h,), v) for v in refs if v != block.ref_cnt)
         ops.extend(("touch", seq, 0) for seq in canonical_calls(self.pool, in_state, self.touch_max, self.fixed))
         ops.extend(("remove", (h,), 0) for h in self.blocks)
         ops.append(("evict", (), 0))
         for n in range(1, self.capacity + 2):
             ops.append(("evict", (), n))
-            ops.extend(("evict", (h,), n) for h in singles)
+            ops.extend(("evict", (h,), n) for h in ([] if self.idle else singles))
         return ops
 
     def fingerprint(self) -> Hashable:
-        return policy_key(self.model, Relabel(self.pool[: self.fixed]))
+        name = Relabel(self.pool[: self.fixed])
+        return policy_key(self.model, name), readable_key(self.target, name)
 
     def fork(self) -> PolicyWorld | None:
         """An independent copy: model, target and the caller's blocks copied together, so
