@@ -23,7 +23,7 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "clone_policy", "is_ghost"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "clone_policy", "ghosts_of"]
 
 #: The state fields of each exact policy, in key order.
 FIELDS: dict[type, tuple[str, ...]] = {
@@ -71,9 +71,9 @@ def held(policy: Any) -> set[bytes]:
     return found
 
 
-def is_ghost(policy: Any, h: bytes) -> bool:
-    """Whether the policy remembers ``h`` without holding it (A2, F3)."""
-    return any(h in getattr(policy, field) for field in _fields(policy) if field in _GHOST_FIELDS)
+def ghosts_of(policy: Any) -> set[bytes]:
+    """The hashes the policy remembers without holding them (A2, F3)."""
+    return {h for field in _fields(policy) if field in _GHOST_FIELDS for h in getattr(policy, field)}
 
 
 def _entry_key(value: Any) -> Hashable:
