@@ -102,9 +102,8 @@ def saturating_alphabet(kind: str, policy: str, capacity: int, longest: int, dis
 
 
 def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., Any], str, list[str]]:
-    """(factory called with the suite's keywords, its source form, imports). ``impl``: the
-    production manager or policy (``kvoffload.impl.factories`` names one per policy), its
-    core compiled first, so that the search times the compiled code, not its plain-Python twin."""
+    """(factory called with the suite's keywords, its source form, imports). ``impl``'s manager:
+    its core compiled first (the search times the compiled code, not its plain-Python twin)."""
     if target in ("impl", "reference"):
         module = "kvoffload.impl.factories" if target == "impl" else "kvoffload.conformance.factories"
         name = f"{'reference_' if target == 'reference' else ''}{policy}_{kind}"
@@ -231,7 +230,7 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
     scope = "every reachable state" if complete else f"every state within {depth} calls"
     click.echo(f"alphabet: {runs[-1].alphabet()}")
     click.echo(
-        f"{target} conforms ({kind}s, policy={policy}, capacities 1..{capacity}, {scope}): "
+        f"{target} conforms ({'policies' if policies_only else 'managers'}, policy={policy}, capacities 1..{capacity}, {scope}): "
         f"{states} states, {transitions} transitions, diameter {max(r.result.diameter for r in runs)}, "
         f"{total:.1f} s"
     )

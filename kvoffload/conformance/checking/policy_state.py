@@ -54,21 +54,16 @@ def _fields(policy: Any) -> tuple[str, ...]:
 
 
 def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
-    """A target's own state where it is built on a reference policy (``policy_key``),
-    else ``None``: keeps apart joint states whose targets differ in memory no answer
-    has shown yet (an extra ghost, another ``p``), instead of merging them."""
+    """A target's own state where it is built on a reference policy, else ``None``: joint states whose
+    targets differ in memory no answer has shown yet (an extra ghost, another ``p``) stay apart."""
     policy = getattr(target, "policy", target)
     return policy_key(policy, name) if isinstance(policy, tuple(FIELDS)) else None
 
 
 def held(policy: Any) -> set[bytes]:
     """Every hash the policy's state names: present and ghosts."""
-    found: set[bytes] = set()
-    for field in _fields(policy):
-        value = getattr(policy, field)
-        if isinstance(value, dict):
-            found.update(value)
-    return found
+    values = (getattr(policy, field) for field in _fields(policy))
+    return {h for value in values if isinstance(value, dict) for h in value}
 
 
 def ghosts_of(policy: Any) -> set[bytes]:

@@ -45,10 +45,10 @@ REF_VALUES = (-1, 0, 1)
 
 def policy_alphabet_text(hashes: int, touch_max: int, capacity: int, idle: bool = False) -> str:
     refs, protected = ("0", "set()") if idle else ("-1|0|1", "set() or {h} for h in H")
+    set_ref = "" if idle else "set ref_cnt of a present block to another of -1|0|1, "
     return (
         f"hashes H=h0..h{hashes - 1}; ops: insert(absent h, fresh block, ref_cnt {refs}) while < {capacity} present, "
-        + ("" if idle else "set ref_cnt of a present block to another of -1|0|1, ")
-        + f"touch(1..{touch_max} distinct of H, ordered), remove(present h), "
+        f"{set_ref}touch(1..{touch_max} distinct of H, ordered), remove(present h), "
         f"evict(0, set()) and evict(n in 1..{capacity + 1}, {protected}); "
         "observed after each step: get(h) for h in H, every block's ref_cnt"
     )
