@@ -216,12 +216,11 @@ class ManagerWorld(Reproducing):
     # -- failing ------------------------------------------------------------------------
     def _names(self) -> CallLog:
         """The reproduction's log (alphabet, then the calls): a message naming hashes
-        with it agrees with the snippet. Built only on the way to a failure."""
-        if self._log is None or len(self._log.lines) != len(self.history):
-            log = self._log = CallLog.naming("m", self.pool, self.imports)
-            for op in self.history:
-                log.add(render_op(op, log.name))
-        return self._log
+        with it agrees with the snippet. Extended by the calls since it was last asked for."""
+        log = self._log = self._log or CallLog.naming("m", self.pool, self.imports)
+        for op in self.history[len(log.lines):]:
+            log.add(render_op(op, log.name))
+        return log
 
     # -- one step -----------------------------------------------------------------------
     def apply(self, op: ManagerOp) -> None:
