@@ -180,8 +180,7 @@ def run_exhaustive(
               help="How many of h0, h1 (h0's 64-bit fingerprint twin), h2 (h0's prefix) the alphabet keeps "
                    "apart (I8); 0: every hash interchangeable, a far smaller space.")
 @click.option("--idle-only", is_flag=True,
-              help="With --policies-only: every block idle (ref_cnt 0), nothing protected: the policy's lists "
-                   "and parameters alone (ARC's ghosts and p; a smaller space).")
+              help="With --policies-only: every block idle (ref_cnt 0), nothing protected (a smaller space).")
 @click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,

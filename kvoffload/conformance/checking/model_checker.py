@@ -49,8 +49,7 @@ class World(Protocol[Op]):  # pragma: no cover - a protocol
 
 
 class Reproducing:
-    """A world's failure carries its calls so far as a snippet, hashes named as in the
-    message (``_names``: the world's call log, built only on the way to a failure)."""
+    """A failure carries the calls so far as a snippet, hashes named as in its message."""
 
     construct: str
 

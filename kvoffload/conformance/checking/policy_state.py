@@ -47,15 +47,15 @@ def ghost_capacity(policy: str, capacity: int) -> int:
 
 
 def _fields(policy: Any) -> tuple[str, ...]:
-    for cls in type(policy).__mro__:  # a subclass (a planted bug, the production ARC) keeps its base's fields
+    for cls in type(policy).__mro__:  # subclasses (planted bugs, production) keep the fields
         if cls in FIELDS:
             return FIELDS[cls]
     raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
 
 
 def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
-    """A target's own state where it is built on a reference policy, else ``None``: joint states whose
-    targets differ in memory no answer has shown yet (an extra ghost, another ``p``) stay apart."""
+    """A target's state if built on a reference policy, else ``None``: keeps apart joint
+    states whose targets differ in unseen memory (an extra ghost, another ``p``)."""
     policy = getattr(target, "policy", target)
     return policy_key(policy, name) if isinstance(policy, tuple(FIELDS)) else None
 

@@ -86,7 +86,7 @@ class PolicyWorld(Reproducing):
         idle: bool = False,
     ) -> None:
         self.capacity = capacity
-        self.idle = idle  # every block idle (ref_cnt 0), nothing protected: ARC's lists and p alone
+        self.idle = idle  # every block idle (ref_cnt 0), nothing protected
         self.policy = policy
         self.pool = hashes
         self.touch_max = touch_max
@@ -140,7 +140,7 @@ class PolicyWorld(Reproducing):
         for block, _ in self.all_blocks:
             twin = memo[id(block)] = BlockStatus(block.block_id)
             twin.ref_cnt = block.ref_cnt
-        try:  # a target built of a reference policy's fields alone is cloned as the model is (faster)
+        try:  # a target of a reference policy's fields alone is cloned as the model is
             plain = isinstance(self.target, tuple(FIELDS)) and vars(self.target).keys() == vars(self.model).keys()
             new.target = clone_policy(self.target, memo) if plain else copy.deepcopy(self.target, memo)
         except Exception:  # rebuilt by replay instead
