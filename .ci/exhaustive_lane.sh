@@ -40,4 +40,7 @@ check --capacity 2 --policy s3fifo --target impl --policies-only --distinguished
 check --capacity 3 --policy sieve --target impl --policies-only --distinguished 0
 check --capacity 2 --policy lru --target impl --policies-only
 
+step "production ARC policy alone, capacities 1..3, every block idle and nothing protected (ARC's lists, ghosts and p), every reachable state"
+check --capacity 3 --policy arc --target impl --policies-only --idle-only --distinguished 0
+
 step "done"

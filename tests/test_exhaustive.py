@@ -152,6 +152,16 @@ def test_F5_V5_production_manager_once_it_runs_them(policy: str) -> None:
         assert result.exit_code == 2 and "does not run policy" in result.output, result.output
 
 
+def test_A3_A5_idle_arc_capacity_1_by_hand() -> None:
+    """Every block idle, nothing protected: ARC's lists and p alone. Capacity 1: no
+    resident, one in T1 or one in T2 (3) × B1 empty or one ghost (2) × B2 likewise (2) ×
+    p = 0 or 1 (2) = 24 states, all reachable; with symmetry that is the whole space."""
+    run = run_exhaustive(impl.arc_policy, kind="policy", policy="arc", capacity=1, distinguished=0, idle=True)
+    assert run.ok and run.result.complete, run.report()
+    assert run.result.states == 3 * 2 * 2 * 2
+    assert "ref_cnt 0)" in run.alphabet() and "set ref_cnt" not in run.alphabet()
+
+
 @pytest.mark.parametrize(("policy", "capacity", "depth"), [("lru", 2, None), ("arc", 1, 4)])
 def test_production_policies(policy: str, capacity: int, depth: int | None) -> None:
     run = run_exhaustive(getattr(impl, f"{policy}_policy"), kind="policy", policy=policy, capacity=capacity,
@@ -195,9 +205,18 @@ CAUGHT: list[tuple[str, str, str, int, str]] = [
 CAUGHT_FREE: list[tuple[str, str, str, int, str]] = [
     ("ARCNoT1Fallback", "policy", "arc", 2, "I6"),
     ("ARCPromotesPending", "policy", "arc", 2, "A4"),
+    ("ARCUntrimmedGhosts", "policy", "arc", 2, "A4"),  # the extra ghost is in the target's key: no merge
     ("SIEVEHandForgets", "policy", "sieve", 3, "V5"),
     ("reference_sieve_policy", "policy", "s3fifo", 2, "F5"),
     ("reference_s3fifo_policy", "policy", "lru", 2, "L3"),
+]
+
+#: ARC bugs that need capacity 3 (a fractional p, a ratio of 3 ghosts to 2) or a ghost kept past its trim:
+#: refuted in the policy's own space, every block idle and nothing protected (``idle``).
+CAUGHT_IDLE: list[tuple[str, str, str, int, str]] = [
+    ("ARCFloatTarget", "policy", "arc", 3, "A4"),
+    ("ARCIntegerRatio", "policy", "arc", 3, "A4"),
+    ("ARCUntrimmedGhosts", "policy", "arc", 3, "A4"),
 ]
 
 
@@ -219,15 +238,15 @@ def _free_bug(name: str) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("name", "kind", "policy", "capacity", "clause", "distinguished"),
-    [(*c, 3) for c in CAUGHT] + [(*c, 0) for c in CAUGHT_FREE],
-    ids=[c[0] for c in CAUGHT] + [f"{c[0]}-as-{c[2]}" for c in CAUGHT_FREE],
+    ("name", "kind", "policy", "capacity", "clause", "distinguished", "idle"),
+    [(*c, 3, False) for c in CAUGHT] + [(*c, 0, False) for c in CAUGHT_FREE] + [(*c, 0, True) for c in CAUGHT_IDLE],
+    ids=[c[0] for c in CAUGHT] + [f"{c[0]}-as-{c[2]}" for c in CAUGHT_FREE] + [f"{c[0]}-idle" for c in CAUGHT_IDLE],
 )
 def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacity: int, clause: str,
-                                      distinguished: int) -> None:
+                                      distinguished: int, idle: bool) -> None:
     factory = _bug(name, kind) if distinguished else _free_bug(name)
     run = run_exhaustive(factory, kind=kind, policy=policy, capacity=capacity, source=name,
-                         distinguished=distinguished)
+                         distinguished=distinguished, idle=idle)
     assert not run.ok, f"{name} was not caught: {run.summary()}"
     failure = run.result.failure
     assert failure is not None and failure.clause == clause, run.report()
@@ -235,7 +254,7 @@ def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacit
     length = len(run.result.failing_path)
     if length > 1:  # shortest: every state within one call fewer conforms
         shorter = run_exhaustive(factory, kind=kind, policy=policy, capacity=capacity, source=name, depth=length - 1,
-                                 distinguished=distinguished)
+                                 distinguished=distinguished, idle=idle)
         assert shorter.ok, shorter.report()
     # The reproduction runs, and fails at its last line when that is a check.
     namespace: dict[str, Any] = {name: factory}

@@ -58,6 +58,7 @@ class ExhaustiveRun:
     max_pins: int
     distinguished: int
     result: Exploration[Any]
+    idle: bool = False
 
     @property
     def ok(self) -> bool:
@@ -67,7 +68,7 @@ class ExhaustiveRun:
         if self.kind == "manager":
             return manager_alphabet_text(self.hashes, self.touch_max, self.store_max, self.max_pins,
                                          self.distinguished)
-        return (f"{policy_alphabet_text(self.hashes, self.touch_max, self.capacity)}; "
+        return (f"{policy_alphabet_text(self.hashes, self.touch_max, self.capacity, self.idle)}; "
                 f"{distinguished_text(self.distinguished)} interchangeable")
 
     def summary(self) -> str:
@@ -101,38 +102,20 @@ def saturating_alphabet(kind: str, policy: str, capacity: int, longest: int, dis
 
 
 def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., Any], str, list[str]]:
-    """(factory called with the suite's keywords, its source form, imports)."""
-    if target == "impl" and kind == "manager":
-        return _impl_manager(policy)
-    if target == "impl":
-        module = "kvoffload.impl.factories"
-        name = f"{policy}_{'manager' if kind == 'manager' else 'policy'}"
-    elif target == "reference":
-        module = "kvoffload.conformance.factories"
-        name = f"reference_{policy}_{'manager' if kind == 'manager' else 'policy'}"
+    """(factory called with the suite's keywords, its source form, imports). ``impl``'s manager:
+    its core compiled first (the search times the compiled code, not its plain-Python twin)."""
+    if target in ("impl", "reference"):
+        module = "kvoffload.impl.factories" if target == "impl" else "kvoffload.conformance.factories"
+        name = f"{'reference_' if target == 'reference' else ''}{policy}_{kind}"
+        if target == "impl" and kind == "manager":
+            from ...impl.core import runtime
+
+            runtime.wait()
     else:
         module, _, name = target.partition(":")
     factory = load_factory(f"{module}:{name}")
     return factory, f"{name}", [f"from {module} import {name.split('.')[0]}",
                                 "from kvoffload.spec import BlockStatus"]
-
-
-def _impl_manager(policy: str) -> tuple[Callable[..., Any], str, list[str]]:
-    """The production manager running ``policy``, once ``CPUOffloadingManager`` offers it
-    (its named factory where ``kvoffload.impl.factories`` has one). The core is compiled
-    first, so that the search times the compiled code, not its plain-Python twin."""
-    from ...impl import MANAGER_POLICIES, CPUOffloadingManager, factories
-    from ...impl.core import runtime
-
-    runtime.wait()
-    named = f"{policy}_manager"
-    if hasattr(factories, named):
-        return getattr(factories, named), named, [f"from kvoffload.impl.factories import {named}"]
-    if policy not in MANAGER_POLICIES:
-        raise FactoryLoadError(f"the production manager does not run policy={policy!r} (it offers "
-                               f"{', '.join(MANAGER_POLICIES)}); use --target reference or --policies-only")
-    return (functools.partial(CPUOffloadingManager, policy=policy), f"functools.partial(CPUOffloadingManager, "
-            f"policy={policy!r})", ["import functools", "from kvoffload.impl import CPUOffloadingManager"])
 
 
 def run_exhaustive(
@@ -151,6 +134,7 @@ def run_exhaustive(
     imports: list[str] | None = None,
     progress: Callable[[str], None] | None = None,
     snapshots: bool = True,
+    idle: bool = False,
 ) -> ExhaustiveRun:
     """Explore the reachable states of one capacity and policy (to ``depth`` if given)."""
     if hashes is None:
@@ -166,13 +150,13 @@ def run_exhaustive(
         construct = f"{source}(cache_capacity={capacity})"
         build = functools.partial(factory, cache_capacity=capacity)
         make = functools.partial(PolicyWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
-                                 distinguished=distinguished)
+                                 distinguished=distinguished, idle=idle)
     else:
         raise ValueError(f"kind={kind!r} is not 'manager' or 'policy'")
     result: Exploration[Any] = explore(make, depth, progress=progress, label=f"{policy} c={capacity} ",
                                        snapshots=snapshots)
     return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, touch_max, store_max, max_pins,
-                         distinguished, result)
+                         distinguished, result, idle)
 
 
 @click.command("check-exhaustive", context_settings={"help_option_names": ["-h", "--help"]})
@@ -195,11 +179,13 @@ def run_exhaustive(
 @click.option("--distinguished", type=click.IntRange(0, DISTINGUISHED), default=DISTINGUISHED, show_default=True,
               help="How many of h0, h1 (h0's 64-bit fingerprint twin), h2 (h0's prefix) the alphabet keeps "
                    "apart (I8); 0: every hash interchangeable, a far smaller space.")
+@click.option("--idle-only", is_flag=True,
+              help="With --policies-only: every block idle (ref_cnt 0), nothing protected (a smaller space).")
 @click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,
                      hashes: int | None, touch_max: int, store_max: int, max_pins: int, distinguished: int,
-                     replay: bool, quiet: bool) -> None:
+                     idle_only: bool, replay: bool, quiet: bool) -> None:
     """Prove every reachable state conforms (or every state within --depth calls).
 
     Exit status 0: all conform; 1: a violation (clause and shortest call sequence
@@ -207,6 +193,8 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
     """
     kind = "policy" if policies_only else "manager"
     policies = list(POLICY_GROUPS.get(policy, (policy,)))
+    if idle_only and not policies_only:
+        raise click.UsageError("--idle-only needs --policies-only (a manager's blocks are pending while stored)")
     if target not in ("impl", "reference") and ":" not in target:
         raise click.UsageError(f"--target {target!r} is not impl, reference or MODULE:FACTORY")
     if target not in ("impl", "reference") and policy in POLICY_GROUPS:
@@ -225,7 +213,7 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
                 run = run_exhaustive(factory, kind=kind, policy=name, capacity=cap, depth=depth, hashes=hashes,
                                      touch_max=touch_max, store_max=store_max, max_pins=max_pins,
                                      distinguished=distinguished, source=source,
-                                     imports=imports, progress=progress, snapshots=not replay)
+                                     imports=imports, progress=progress, snapshots=not replay, idle=idle_only)
             except TypeError as error:  # the factory does not take the suite's keywords
                 click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
                 raise SystemExit(2) from None
@@ -241,12 +229,9 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
     scope = "every reachable state" if complete else f"every state within {depth} calls"
     click.echo(f"alphabet: {runs[-1].alphabet()}")
     click.echo(
-        f"{target} conforms ({kind}s, policy={policy}, capacities 1..{capacity}, {scope}): "
+        f"{target} conforms ({'policies' if policies_only else 'managers'}, policy={policy}, capacities 1..{capacity}, {scope}): "
         f"{states} states, {transitions} transitions, diameter {max(r.result.diameter for r in runs)}, "
         f"{total:.1f} s"
     )
     raise SystemExit(0)
 
-
-if __name__ == "__main__":  # python -m kvoffload.conformance.checking.exhaustive (before the CLI registers it)
-    check_exhaustive()

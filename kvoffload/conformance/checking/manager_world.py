@@ -34,10 +34,11 @@ from typing import Any
 
 from ...spec import ReferenceCPUBackend, ReferenceManager
 from ...spec.types import BlockStatus
-from ..judge import METHOD_CLAUSE, ManagerJudge, Verdict
-from ..reports.result import CallLog, ConformanceFailure
+from ..judge import METHOD_CLAUSE, ManagerJudge
+from ..reports.result import CallLog
 from ..lockstep.strategies import OneShot
-from .policy_state import FIELDS, clone_policy, held, policy_key
+from .model_checker import Reproducing
+from .policy_state import FIELDS, clone_policy, held, policy_key, readable_key
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
 
 __all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
@@ -113,7 +114,7 @@ def _clonable(target: Any) -> bool:
     )
 
 
-class ManagerWorld:
+class ManagerWorld(Reproducing):
     """A model ``ReferenceManager`` and a target manager, driven in lockstep and judged by
     ``ManagerJudge``."""
 
@@ -190,7 +191,7 @@ class ManagerWorld:
         lists = policy_key(self.model.policy, name)
         loads = tuple(sorted(name.many(load) for load in self.inflight))
         ids = tuple(sorted((name(h), block_id) for h, (block_id, _) in self.judge.id_of.items()))
-        return (lists, loads, ids)
+        return (lists, loads, ids, readable_key(self.target, name))
 
     def fork(self) -> ManagerWorld | None:
         """An independent copy (the target deep-copied), or ``None`` if it cannot be."""
@@ -213,27 +214,13 @@ class ManagerWorld:
         return new
 
     # -- failing ------------------------------------------------------------------------
-    def judged(self, verdict: Verdict | None) -> None:
-        if verdict is not None:
-            raise ConformanceFailure(verdict.clauses, verdict.message, self.reproduction(verdict.check))
-
     def _names(self) -> CallLog:
         """The reproduction's log (alphabet, then the calls): a message naming hashes
-        with it agrees with the snippet. Built only on the way to a failure."""
-        if self._log is None or len(self._log.lines) != len(self.history):
-            log = self._log = CallLog.naming("m", self.pool, self.imports)
-            for op in self.history:
-                log.add(render_op(op, log.name))
-        return self._log
-
-    def _name(self, h: object) -> str:
-        return self._names().name(h)
-
-    def reproduction(self, check: str = "") -> str:
-        """The calls so far as a snippet; hashes named as in the failure's message (a
-        victim outside the alphabet gets the next name, defined in the snippet too)."""
-        log = self._names()
-        return log.render(self.construct, f"# the failing check:\nassert {check}" if check else "")
+        with it agrees with the snippet. Extended by the calls since it was last asked for."""
+        log = self._log = self._log or CallLog.naming("m", self.pool, self.imports)
+        for op in self.history[len(log.lines):]:
+            log.add(render_op(op, log.name))
+        return log
 
     # -- one step -----------------------------------------------------------------------
     def apply(self, op: ManagerOp) -> None:
@@ -270,7 +257,8 @@ class ManagerWorld:
         if not blocks:
             return
         pending = tuple(h for h, b in blocks.items() if b.ref_cnt == -1)
-        forgotten = tuple(h for h in self.pool if h not in self.in_state())
+        in_state = self.in_state()
+        forgotten = tuple(h for h in self.pool if h not in in_state)
         if forgotten:  # a no-op for the model; a target still remembering one of them changes order
             self.apply(("touch", forgotten, True))
         for load in list(dict.fromkeys(self.inflight)):

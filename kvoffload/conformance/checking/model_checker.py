@@ -31,9 +31,10 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
-from ..reports.result import ConformanceFailure
+from ..judge import Verdict
+from ..reports.result import CallLog, ConformanceFailure
 
-__all__ = ["World", "Exploration", "explore", "stderr_progress"]
+__all__ = ["World", "Reproducing", "Exploration", "explore", "stderr_progress"]
 
 Op = TypeVar("Op", bound=Hashable)
 
@@ -45,6 +46,25 @@ class World(Protocol[Op]):  # pragma: no cover - a protocol
     def fingerprint(self) -> Hashable: ...
     def fork(self) -> World[Op] | None: ...
     def hashes_in_state(self) -> int: ...
+
+
+class Reproducing:
+    """A failure carries the calls so far as a snippet, hashes named as in its message."""
+
+    construct: str
+
+    def _names(self) -> CallLog:
+        raise NotImplementedError
+
+    def _name(self, h: object) -> str:
+        return self._names().name(h)
+
+    def reproduction(self, check: str = "") -> str:
+        return self._names().render(self.construct, f"# the failing check:\nassert {check}" if check else "")
+
+    def judged(self, verdict: Verdict | None) -> None:
+        if verdict is not None:
+            raise ConformanceFailure(verdict.clauses, verdict.message, self.reproduction(verdict.check))
 
 
 @attrs.define

@@ -23,7 +23,7 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "clone_policy", "is_ghost"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "clone_policy", "ghosts_of"]
 
 #: The state fields of each exact policy, in key order.
 FIELDS: dict[type, tuple[str, ...]] = {
@@ -47,25 +47,28 @@ def ghost_capacity(policy: str, capacity: int) -> int:
 
 
 def _fields(policy: Any) -> tuple[str, ...]:
-    fields = FIELDS.get(type(policy))
-    if fields is None:
-        raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
-    return fields
+    for cls in type(policy).__mro__:  # subclasses (planted bugs, production) keep the fields
+        if cls in FIELDS:
+            return FIELDS[cls]
+    raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
+
+
+def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
+    """A target's state if built on a reference policy, else ``None``: keeps apart joint
+    states whose targets differ in unseen memory (an extra ghost, another ``p``)."""
+    policy = getattr(target, "policy", target)
+    return policy_key(policy, name) if isinstance(policy, tuple(FIELDS)) else None
 
 
 def held(policy: Any) -> set[bytes]:
     """Every hash the policy's state names: present and ghosts."""
-    found: set[bytes] = set()
-    for field in _fields(policy):
-        value = getattr(policy, field)
-        if isinstance(value, dict):
-            found.update(value)
-    return found
+    values = (getattr(policy, field) for field in _fields(policy))
+    return {h for value in values if isinstance(value, dict) for h in value}
 
 
-def is_ghost(policy: Any, h: bytes) -> bool:
-    """Whether the policy remembers ``h`` without holding it (A2, F3)."""
-    return any(h in getattr(policy, field) for field in _fields(policy) if field in _GHOST_FIELDS)
+def ghosts_of(policy: Any) -> set[bytes]:
+    """The hashes the policy remembers without holding them (A2, F3)."""
+    return {h for field in _fields(policy) if field in _GHOST_FIELDS for h in getattr(policy, field)}
 
 
 def _entry_key(value: Any) -> Hashable:

@@ -29,9 +29,10 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from ...spec import BlockStatus, make_reference_policy
-from ..judge import Verdict, judge_evict, judge_gets, judge_ref_counts, policy_call
-from ..reports.result import CallLog, ConformanceFailure
-from .policy_state import clone_policy, held, is_ghost, policy_key
+from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
+from ..reports.result import CallLog
+from .model_checker import Reproducing
+from .policy_state import FIELDS, clone_policy, ghosts_of, held, policy_key, readable_key
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
@@ -42,12 +43,13 @@ PolicyOp = tuple[str, tuple[bytes, ...], int]
 REF_VALUES = (-1, 0, 1)
 
 
-def policy_alphabet_text(hashes: int, touch_max: int, capacity: int) -> str:
+def policy_alphabet_text(hashes: int, touch_max: int, capacity: int, idle: bool = False) -> str:
+    refs, protected = ("0", "set()") if idle else ("-1|0|1", "set() or {h} for h in H")
+    set_ref = "" if idle else "set ref_cnt of a present block to another of -1|0|1, "
     return (
-        f"hashes H=h0..h{hashes - 1}; ops: insert(absent h, fresh block, ref_cnt -1|0|1) while < {capacity} present, "
-        "set ref_cnt of a present block to another of -1|0|1, "
-        f"touch(1..{touch_max} distinct of H, ordered), remove(present h), "
-        f"evict(0, set()) and evict(n in 1..{capacity + 1}, set() or {{h}} for h in H); "
+        f"hashes H=h0..h{hashes - 1}; ops: insert(absent h, fresh block, ref_cnt {refs}) while < {capacity} present, "
+        f"{set_ref}touch(1..{touch_max} distinct of H, ordered), remove(present h), "
+        f"evict(0, set()) and evict(n in 1..{capacity + 1}, {protected}); "
         "observed after each step: get(h) for h in H, every block's ref_cnt"
     )
 
@@ -68,7 +70,7 @@ def render_policy_op(op: PolicyOp, name: Callable[[object], str], block_names: d
     return f"r = p.evict({number}, {protected})"
 
 
-class PolicyWorld:
+class PolicyWorld(Reproducing):
     """A reference policy and a target policy sharing the caller's blocks."""
 
     def __init__(
@@ -81,8 +83,10 @@ class PolicyWorld:
         construct: str = "make()",
         imports: list[str] | None = None,
         distinguished: int = DISTINGUISHED,
+        idle: bool = False,
     ) -> None:
         self.capacity = capacity
+        self.idle = idle  # every block idle (ref_cnt 0), nothing protected
         self.policy = policy
         self.pool = hashes
         self.touch_max = touch_max
@@ -108,21 +112,23 @@ class PolicyWorld:
     def enabled(self) -> list[PolicyOp]:
         in_state = self.in_state()
         singles = [seq[0] for seq in canonical_calls(self.pool, in_state, 1, self.fixed)]
+        refs = (0,) if self.idle else REF_VALUES
         ops: list[PolicyOp] = []
         if len(self.blocks) < self.capacity:
-            ops.extend(("insert", (h,), v) for h in singles if h not in self.blocks for v in REF_VALUES)
+            ops.extend(("insert", (h,), v) for h in singles if h not in self.blocks for v in refs)
         for h, block in self.blocks.items():
-            ops.extend(("set_ref", (h,), v) for v in REF_VALUES if v != block.ref_cnt)
+            ops.extend(("set_ref", (h,), v) for v in refs if v != block.ref_cnt)
         ops.extend(("touch", seq, 0) for seq in canonical_calls(self.pool, in_state, self.touch_max, self.fixed))
         ops.extend(("remove", (h,), 0) for h in self.blocks)
         ops.append(("evict", (), 0))
         for n in range(1, self.capacity + 2):
             ops.append(("evict", (), n))
-            ops.extend(("evict", (h,), n) for h in singles)
+            ops.extend(("evict", (h,), n) for h in ([] if self.idle else singles))
         return ops
 
     def fingerprint(self) -> Hashable:
-        return policy_key(self.model, Relabel(self.pool[: self.fixed]))
+        name = Relabel(self.pool[: self.fixed])
+        return policy_key(self.model, name), readable_key(self.target, name)
 
     def fork(self) -> PolicyWorld | None:
         """An independent copy: model, target and the caller's blocks copied together, so
@@ -134,8 +140,9 @@ class PolicyWorld:
         for block, _ in self.all_blocks:
             twin = memo[id(block)] = BlockStatus(block.block_id)
             twin.ref_cnt = block.ref_cnt
-        try:
-            new.target = copy.deepcopy(self.target, memo)
+        try:  # a target of a reference policy's fields alone is cloned as the model is
+            plain = isinstance(self.target, tuple(FIELDS)) and vars(self.target).keys() == vars(self.model).keys()
+            new.target = clone_policy(self.target, memo) if plain else copy.deepcopy(self.target, memo)
         except Exception:  # rebuilt by replay instead
             self.copyable = False
             return None
@@ -145,13 +152,6 @@ class PolicyWorld:
         new.history = list(self.history)
         new._log = None
         return new
-
-    def reproduction(self, check: str = "") -> str:
-        return self._names().render(self.construct, f"# the failing check:\nassert {check}" if check else "")
-
-    def judged(self, verdict: Verdict | None) -> None:
-        if verdict is not None:
-            raise ConformanceFailure(verdict.clauses, verdict.message, self.reproduction(verdict.check))
 
     def apply(self, op: PolicyOp) -> None:
         self.history.append(op)
@@ -192,7 +192,8 @@ class PolicyWorld:
         them all in one call, judged against the model (so a recency bug that has not
         yet changed a victim is seen now, with those calls in the reproduction)."""
         self.observing = False  # the probe judges victims and events; its states are spent
-        forgotten = tuple(h for h in self.pool if h not in self.in_state())
+        in_state = self.in_state()
+        forgotten = tuple(h for h in self.pool if h not in in_state)
         if forgotten:  # a no-op for the model; a target still remembering one of them changes order
             self.apply(("touch", forgotten, 0))
         for h, block in list(self.blocks.items()):
@@ -218,14 +219,11 @@ class PolicyWorld:
                 log.add(render_policy_op(op, log.name, names))
         return self._log
 
-    def _name(self, h: object) -> str:
-        return self._names().name(h)
-
     def observe(self, method: str) -> None:
         """P6 on every block the caller holds; P1 (A2, I8) on ``get`` of every hash."""
         why = f"after {method}"
         model = self.model
-        ghosts = {h for h in self.pool if is_ghost(model, h)}
+        ghosts = ghosts_of(model)
         clause = {"evict": "P5", "remove": "P3", "insert": "P2"}.get(method, "P1")
         self.judged(judge_ref_counts(self.all_blocks, why)
                     or judge_gets(self.target, self.pool, self.blocks, ghosts, clause, why, self._name,
