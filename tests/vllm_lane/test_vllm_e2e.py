@@ -180,7 +180,7 @@ def test_T1_disk_tier_behind_vllm_tiering_generates_identical_tokens(
     loaded to the device. The tokens are those of a run without offloading, and zeroing
     the first promoted chunk before its device load changes them (the disk's bytes feed
     attention)."""
-    disk = ("--disk-path", str(tmp_path / "kv.blocks"), *DISK_TIER_ARGS)
+    disk = ("--disk-path", str(tmp_path / "kv.blocks"), "--primary-tier", "vllm", *DISK_TIER_ARGS)
     tiered, events = _generate(model_dir, tmp_path, "disk", "disk", *disk)
     assert tiered == baseline, "the disk tier changed the generated tokens"
     assert [e for e in events if e["side"] == "spec" and e["op"] == "tiering_worker"], events
@@ -195,8 +195,45 @@ def test_T1_disk_tier_behind_vllm_tiering_generates_identical_tokens(
     assert all(e["success"] for e in events if e["side"] == "worker")
     print(f"\ndisk tier: stores {disk_stores}, promotions {disk_loads}, device loads {worker_loads} (jobs, chunks)")
 
-    disk = ("--disk-path", str(tmp_path / "kv2.blocks"), *DISK_TIER_ARGS)
+    disk = ("--disk-path", str(tmp_path / "kv2.blocks"), "--primary-tier", "vllm", *DISK_TIER_ARGS)
     corrupted, events = _generate(model_dir, tmp_path, "disk-corrupt", "disk", *disk, KVOFFLOAD_VLLM_CORRUPT_LOADS="1")
     assert _count(events, "worker", "corrupt")[0] > 0 and _count(events, "tier", "load")[1] > 0
     assert corrupted[:3] == baseline[:3]
     assert corrupted != baseline, "zeroing a chunk promoted from disk did not change the output"
+
+
+def _assert_served_from_tier(events: list[dict[str, Any]], tier_type: str) -> tuple[int, int]:
+    """Our manager was vLLM's primary tier; every chunk the worker stored was cascaded to
+    the tier; every device load was a chunk promoted from it (the primary had evicted them).
+    Returns the promotions (jobs, chunks)."""
+    built = [e for e in events if e["side"] == "spec" and e["op"] == "tiering_manager"]
+    assert built and all(e["primary"] == "kvoffload" and e["tiers"] == [tier_type] for e in built), built
+    tier = [e for e in events if e["side"] == "tier"]
+    assert tier and all(e["success"] and e["tier"] == tier_type for e in tier), tier
+    worker_loads = _count(events, "worker", "load")
+    tier_stores, tier_loads = _count(events, "tier", "store"), _count(events, "tier", "load")
+    assert tier_stores[1] == _count(events, "worker", "store")[1] > 8
+    assert tier_loads[1] > 0 and worker_loads[1] == tier_loads[1], (tier_loads, worker_loads)
+    # Our manager answered the connector: its device loads are the worker's, and it pinned
+    # every cascaded chunk for the tier (prepare_read) while the tier read it.
+    assert _count(events, "scheduler", "prepare_load") == worker_loads
+    assert _count(events, "scheduler", "prepare_read")[1] == tier_stores[1]
+    assert all(e["success"] for e in events if e["side"] == "worker")
+    return tier_loads
+
+
+@pytest.mark.slow
+def test_T1_disk_tier_behind_our_manager_as_primary_generates_identical_tokens(
+    model_dir: Path, tmp_path: Path, baseline: list[list[int]]
+) -> None:
+    """Real generation with our manager (``KVOffloadPrimaryTier``) as the primary tier of
+    vLLM's ``TieringOffloadingManager`` (``KVOffloadTieringSpec``'s default) and our disk tier
+    behind it: 8 chunks in the primary tier, 16 stored, so the repeats of A and B are
+    promoted from disk. The tokens are those of a run without offloading. (That the loaded
+    bytes feed attention is shown by the test above with the same worker; one run here
+    keeps the lane short.)"""
+    disk = ("--disk-path", str(tmp_path / "kv.blocks"), "--primary-tier", "kvoffload", *DISK_TIER_ARGS)
+    tiered, events = _generate(model_dir, tmp_path, "disk-ours", "disk", *disk)
+    assert tiered == baseline, "the disk tier behind our primary changed the generated tokens"
+    promoted = _assert_served_from_tier(events, "KVOffloadDiskTier")
+    print(f"\nour primary + disk tier: promotions {promoted} (jobs, chunks)")
