@@ -9,8 +9,10 @@ the first block of every load. Offloading must not change a single token, loads 
 happen (counted by our worker adapter through ``KVOFFLOAD_VLLM_LOG``), the scheduler's
 and the worker's counts must agree, and the zeroed block must change the output.
 
-The disk-tier test: the same prompts with our disk tier behind vLLM's tiering
-(``KVOffloadTieringSpec``), CPU tier too small to keep A and B.
+The disk-tier tests: the same prompts with our disk tier behind vLLM's tiering
+(``KVOffloadTieringSpec``), its primary tier (vLLM's CPU manager, or ours) too small to
+keep A and B; the Redis-tier test: the same with our Redis tier against a real
+``redis-server`` on 127.0.0.1 that the fixture starts and stops.
 
 The same three runs again with a model of two KV cache groups (a sliding-window layer
 beside a full-attention layer, vLLM's hybrid KV cache manager): both groups are stored
@@ -24,6 +26,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -237,3 +240,51 @@ def test_T1_disk_tier_behind_our_manager_as_primary_generates_identical_tokens(
     assert tiered == baseline, "the disk tier behind our primary changed the generated tokens"
     promoted = _assert_served_from_tier(events, "KVOffloadDiskTier")
     print(f"\nour primary + disk tier: promotions {promoted} (jobs, chunks)")
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A private ``redis-server`` (``noeviction``, no persistence) stopped by its PID; without
+    the binary or the client the test skips, unless ``KVOFFLOAD_REQUIRE_REDIS=1`` (CI)."""
+    required = os.environ.get("KVOFFLOAD_REQUIRE_REDIS") == "1"
+    try:
+        import redis  # noqa: F401
+
+        from kvoffload.impl.tiers.redis_server import RedisProcess
+
+        directory = tmp_path / "redis"
+        directory.mkdir()
+        server = RedisProcess(directory)
+    except (ImportError, FileNotFoundError) as missing:
+        if required:
+            pytest.fail(f"{missing}, but KVOFFLOAD_REQUIRE_REDIS=1")
+        pytest.skip(str(missing))
+    yield server.url
+    server.stop()
+
+
+@pytest.mark.slow
+def test_T3_redis_tier_behind_our_primary_generates_identical_tokens(
+    model_dir: Path, tmp_path: Path, baseline: list[list[int]], redis_url: str
+) -> None:
+    """Real generation with our Redis tier (a real ``redis-server``) behind our primary tier
+    in vLLM's tiering: every stored chunk cascades to Redis, the repeats of A and B are
+    promoted from it after the primary (8 chunks) evicted them, and the tokens are those of
+    a run without offloading. Afterwards the server holds only this layout's namespace (T3)
+    and no pin or pending block of the finished engine (its calls all completed: T4)."""
+    import redis
+
+    args = ("--redis-url", redis_url, "--primary-tier", "kvoffload", *DISK_TIER_ARGS)
+    tiered, events = _generate(model_dir, tmp_path, "redis-ours", "redis", *args)
+    assert tiered == baseline, "the Redis tier changed the generated tokens"
+    promoted = _assert_served_from_tier(events, "KVOffloadRedisTier")
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(count=1000))
+    prefixes = {b":".join(k.split(b":")[:2]) + b":" for k in keys}
+    assert keys and len(prefixes) == 1 and all(k.startswith(b"kvo:") for k in keys), prefixes
+    (prefix,) = prefixes
+    states = client.hgetall(prefix + b"st")
+    # A, B and C have 6 full chunks each, A and B share 2: 16 distinct chunks, all kept.
+    assert len(states) == 16, len(states)
+    assert set(states.values()) == {b"0"} and client.zcard(prefix + b"leases") == 0
+    print(f"\nour primary + Redis tier: promotions {promoted} (jobs, chunks), {len(keys)} server keys")
