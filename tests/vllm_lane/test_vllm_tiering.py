@@ -226,7 +226,9 @@ def test_T1_our_primary_tier_pins_cascades_promotes_from_disk_and_frees_failed_p
 
 def test_S4_tiering_spec_checks_the_primary_tier_config(tmp_path: Path) -> None:
     """``primary_tier`` is ``kvoffload`` or ``vllm``; our primary refuses a policy it does
-    not run and a vLLM ``CachePolicy`` module; nothing is allocated before the error."""
+    not run and a vLLM ``CachePolicy`` module; nothing is allocated before the error.
+    ``KVOffloadingSpec`` refuses ``secondary_tiers`` (it would ignore them) and names the
+    spec that runs them."""
     with pytest.raises(ValueError, match="S4: primary_tier='cuda'"):
         _spec(tmp_path, primary_tier="cuda")
     with pytest.raises(ValueError, match="S4: eviction_policy='fifo'"):
@@ -235,5 +237,10 @@ def test_S4_tiering_spec_checks_the_primary_tier_config(tmp_path: Path) -> None:
         _spec(tmp_path, cache_policy_module_path="my.policies")
     with pytest.raises(ValueError, match="S4: store_threshold"):
         _spec(tmp_path, store_threshold=2)
+    from kvoffload.impl.vllm import KVOffloadingSpec
+
+    tiers = [{"type": "KVOffloadDiskTier", "module_path": "kvoffload.impl.vllm.tiers", "path": "x", "num_blocks": 4}]
+    with pytest.raises(ValueError, match="S4: secondary_tiers=.*KVOffloadTieringSpec"):
+        KVOffloadingSpec(offloading_config({"cpu_bytes_to_use": 1 << 20, "secondary_tiers": tiers}))
     assert _spec(tmp_path, eviction_policy="sieve").primary_kind == "kvoffload"
     assert _spec(tmp_path, primary_tier="vllm").primary_kind == "vllm"
