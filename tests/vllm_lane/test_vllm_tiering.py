@@ -244,3 +244,27 @@ def test_S4_tiering_spec_checks_the_primary_tier_config(tmp_path: Path) -> None:
         KVOffloadingSpec(offloading_config({"cpu_bytes_to_use": 1 << 20, "secondary_tiers": tiers}))
     assert _spec(tmp_path, eviction_policy="sieve").primary_kind == "kvoffload"
     assert _spec(tmp_path, primary_tier="vllm").primary_kind == "vllm"
+
+
+def test_N1_reset_under_tiering_gives_our_primary_its_fenced_blocks_back(tmp_path: Path) -> None:
+    """A reset with a device store in flight: our primary keeps that block out of use until
+    the workers flushed (N1, vLLM 0.33), and the tiering manager's ``on_reset_flushed``
+    reaches it, so the whole capacity is free again (on 0.32 nothing is fenced)."""
+    from vllm.v1.kv_offload.base import ReqContext
+
+    from kvoffload.impl.vllm import features
+
+    spec = _spec(tmp_path)
+    manager = spec.get_manager()
+    try:
+        primary = manager.primary_tier
+        ctx = ReqContext(req_id="r")
+        manager.on_new_request(ctx)
+        assert manager.prepare_store([key(1), key(2)], ctx) is not None  # in flight at the reset
+        manager.reset_cache()
+        fenced = spec.num_chunks - primary.core.get_num_free_blocks()
+        assert fenced == (2 if features.RESET_FENCE else 0)
+        manager.on_reset_flushed()
+        assert primary.core.get_num_free_blocks() == spec.num_chunks
+    finally:
+        manager.shutdown()
