@@ -9,8 +9,10 @@ the first block of every load. Offloading must not change a single token, loads 
 happen (counted by our worker adapter through ``KVOFFLOAD_VLLM_LOG``), the scheduler's
 and the worker's counts must agree, and the zeroed block must change the output.
 
-The disk-tier test: the same prompts with our disk tier behind vLLM's tiering
-(``KVOffloadTieringSpec``), CPU tier too small to keep A and B.
+The disk-tier tests: the same prompts with our disk tier behind vLLM's tiering
+(``KVOffloadTieringSpec``), its primary tier (vLLM's CPU manager, or ours) too small to
+keep A and B; the Redis-tier test: the same with our Redis tier against a real
+``redis-server`` on 127.0.0.1 that the fixture starts and stops.
 
 The same three runs again with a model of two KV cache groups (a sliding-window layer
 beside a full-attention layer, vLLM's hybrid KV cache manager): both groups are stored
@@ -24,6 +26,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -180,7 +183,7 @@ def test_T1_disk_tier_behind_vllm_tiering_generates_identical_tokens(
     loaded to the device. The tokens are those of a run without offloading, and zeroing
     the first promoted chunk before its device load changes them (the disk's bytes feed
     attention)."""
-    disk = ("--disk-path", str(tmp_path / "kv.blocks"), *DISK_TIER_ARGS)
+    disk = ("--disk-path", str(tmp_path / "kv.blocks"), "--primary-tier", "vllm", *DISK_TIER_ARGS)
     tiered, events = _generate(model_dir, tmp_path, "disk", "disk", *disk)
     assert tiered == baseline, "the disk tier changed the generated tokens"
     assert [e for e in events if e["side"] == "spec" and e["op"] == "tiering_worker"], events
@@ -195,8 +198,93 @@ def test_T1_disk_tier_behind_vllm_tiering_generates_identical_tokens(
     assert all(e["success"] for e in events if e["side"] == "worker")
     print(f"\ndisk tier: stores {disk_stores}, promotions {disk_loads}, device loads {worker_loads} (jobs, chunks)")
 
-    disk = ("--disk-path", str(tmp_path / "kv2.blocks"), *DISK_TIER_ARGS)
+    disk = ("--disk-path", str(tmp_path / "kv2.blocks"), "--primary-tier", "vllm", *DISK_TIER_ARGS)
     corrupted, events = _generate(model_dir, tmp_path, "disk-corrupt", "disk", *disk, KVOFFLOAD_VLLM_CORRUPT_LOADS="1")
     assert _count(events, "worker", "corrupt")[0] > 0 and _count(events, "tier", "load")[1] > 0
     assert corrupted[:3] == baseline[:3]
     assert corrupted != baseline, "zeroing a chunk promoted from disk did not change the output"
+
+
+def _assert_served_from_tier(events: list[dict[str, Any]], tier_type: str) -> tuple[int, int]:
+    """Our manager was vLLM's primary tier; every chunk the worker stored was cascaded to
+    the tier; every device load was a chunk promoted from it (the primary had evicted them).
+    Returns the promotions (jobs, chunks)."""
+    built = [e for e in events if e["side"] == "spec" and e["op"] == "tiering_manager"]
+    assert built and all(e["primary"] == "kvoffload" and e["tiers"] == [tier_type] for e in built), built
+    tier = [e for e in events if e["side"] == "tier"]
+    assert tier and all(e["success"] and e["tier"] == tier_type for e in tier), tier
+    worker_loads = _count(events, "worker", "load")
+    tier_stores, tier_loads = _count(events, "tier", "store"), _count(events, "tier", "load")
+    assert tier_stores[1] == _count(events, "worker", "store")[1] > 8
+    assert tier_loads[1] > 0 and worker_loads[1] == tier_loads[1], (tier_loads, worker_loads)
+    # Our manager answered the connector: its device loads are the worker's, and it pinned
+    # every cascaded chunk for the tier (prepare_read) while the tier read it.
+    assert _count(events, "scheduler", "prepare_load") == worker_loads
+    assert _count(events, "scheduler", "prepare_read")[1] == tier_stores[1]
+    assert all(e["success"] for e in events if e["side"] == "worker")
+    return tier_loads
+
+
+@pytest.mark.slow
+def test_T1_disk_tier_behind_our_manager_as_primary_generates_identical_tokens(
+    model_dir: Path, tmp_path: Path, baseline: list[list[int]]
+) -> None:
+    """Real generation with our manager (``KVOffloadPrimaryTier``) as the primary tier of
+    vLLM's ``TieringOffloadingManager`` (``KVOffloadTieringSpec``'s default) and our disk tier
+    behind it: 8 chunks in the primary tier, 16 stored, so the repeats of A and B are
+    promoted from disk. The tokens are those of a run without offloading. (That the loaded
+    bytes feed attention is shown by the test above with the same worker; one run here
+    keeps the lane short.)"""
+    disk = ("--disk-path", str(tmp_path / "kv.blocks"), "--primary-tier", "kvoffload", *DISK_TIER_ARGS)
+    tiered, events = _generate(model_dir, tmp_path, "disk-ours", "disk", *disk)
+    assert tiered == baseline, "the disk tier behind our primary changed the generated tokens"
+    promoted = _assert_served_from_tier(events, "KVOffloadDiskTier")
+    print(f"\nour primary + disk tier: promotions {promoted} (jobs, chunks)")
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A private ``redis-server`` (``noeviction``, no persistence) stopped by its PID; without
+    the binary or the client the test skips, unless ``KVOFFLOAD_REQUIRE_REDIS=1`` (CI)."""
+    required = os.environ.get("KVOFFLOAD_REQUIRE_REDIS") == "1"
+    try:
+        import redis  # noqa: F401
+
+        from kvoffload.impl.tiers.redis_server import RedisProcess
+
+        directory = tmp_path / "redis"
+        directory.mkdir()
+        server = RedisProcess(directory)
+    except (ImportError, FileNotFoundError) as missing:
+        if required:
+            pytest.fail(f"{missing}, but KVOFFLOAD_REQUIRE_REDIS=1")
+        pytest.skip(str(missing))
+    yield server.url
+    server.stop()
+
+
+@pytest.mark.slow
+def test_T3_redis_tier_behind_our_primary_generates_identical_tokens(
+    model_dir: Path, tmp_path: Path, baseline: list[list[int]], redis_url: str
+) -> None:
+    """Real generation with our Redis tier (a real ``redis-server``) behind our primary tier
+    in vLLM's tiering: every stored chunk cascades to Redis, the repeats of A and B are
+    promoted from it after the primary (8 chunks) evicted them, and the tokens are those of
+    a run without offloading. Afterwards the server holds only this layout's namespace (T3)
+    and no pin or pending block of the finished engine (its calls all completed: T4)."""
+    import redis
+
+    args = ("--redis-url", redis_url, "--primary-tier", "kvoffload", *DISK_TIER_ARGS)
+    tiered, events = _generate(model_dir, tmp_path, "redis-ours", "redis", *args)
+    assert tiered == baseline, "the Redis tier changed the generated tokens"
+    promoted = _assert_served_from_tier(events, "KVOffloadRedisTier")
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(count=1000))
+    prefixes = {b":".join(k.split(b":")[:2]) + b":" for k in keys}
+    assert keys and len(prefixes) == 1 and all(k.startswith(b"kvo:") for k in keys), prefixes
+    (prefix,) = prefixes
+    states = client.hgetall(prefix + b"st")
+    # A, B and C have 6 full chunks each, A and B share 2: 16 distinct chunks, all kept.
+    assert len(states) == 16, len(states)
+    assert set(states.values()) == {b"0"} and client.zcard(prefix + b"leases") == 0
+    print(f"\nour primary + Redis tier: promotions {promoted} (jobs, chunks), {len(keys)} server keys")

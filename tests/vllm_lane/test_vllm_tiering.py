@@ -1,6 +1,7 @@
 """KVOffloadTieringSpec: vLLM 0.32's tiering spec with our worker over its shared offload
 region (H3, S4), without a model: the scheduler side (vLLM's ``TieringOffloadingManager``
-with our disk tier) and the worker side built from one config in one process."""
+over our primary tier or vLLM's, with our disk tier) and the worker side built from one
+config in one process."""
 
 from __future__ import annotations
 
@@ -37,11 +38,12 @@ def _kv_caches() -> Any:
     return CanonicalKVCaches(tensors=tensors, group_data_refs=refs)
 
 
-def _spec(tmp_path: Path, *, blocks_per_chunk: int = 1, world_size: int = 1) -> Any:
+def _spec(tmp_path: Path, *, blocks_per_chunk: int = 1, world_size: int = 1, **more: Any) -> Any:
     from kvoffload.impl.vllm import KVOffloadTieringSpec
 
     extra = {
         "spec_name": "KVOffloadTieringSpec",
+        **more,
         "cpu_bytes_to_use": 8 * 2 * PAGE * blocks_per_chunk,
         "secondary_tiers": [
             {"type": "KVOffloadDiskTier", "module_path": "kvoffload.impl.vllm.tiers",
@@ -65,17 +67,23 @@ def _pages(kv: Any, block: int) -> bytes:
     return b"".join(t.tensor[block].numpy().tobytes() for t in kv.tensors)
 
 
+@pytest.mark.parametrize("primary", ["kvoffload", "vllm"])
 @pytest.mark.parametrize("blocks_per_chunk", [1, 2])
-def test_H3_tiering_worker_writes_rows_the_scheduler_and_its_tiers_read(tmp_path: Path, blocks_per_chunk: int) -> None:
+def test_H3_tiering_worker_writes_rows_the_scheduler_and_its_tiers_read(
+    tmp_path: Path, blocks_per_chunk: int, primary: str
+) -> None:
     """The worker's stores land in the shared region's rows as the scheduler side (and
     every secondary tier) sees them: sub-block ``j`` of chunk ``c`` is every tensor's page
     of the GPU block stored there; the chunk then cascades to disk and comes back from it
-    into another row byte for byte."""
+    into another row byte for byte. With our primary tier and with vLLM's."""
     from vllm.v1.kv_offload.base import ReqContext, ScheduleEndContext
     from vllm.v1.kv_offload.cpu.common import CPULoadStoreSpec
 
-    spec = _spec(tmp_path, blocks_per_chunk=blocks_per_chunk)
+    spec = _spec(tmp_path, blocks_per_chunk=blocks_per_chunk, primary_tier=primary)
     manager = spec.get_manager()  # vLLM's TieringOffloadingManager: creates the region
+    from kvoffload.impl.vllm.primary import KVOffloadPrimaryTier
+
+    assert isinstance(manager.primary_tier, KVOffloadPrimaryTier) == (primary == "kvoffload")
     kv = _kv_caches()
     worker = spec.get_worker(kv)
     rows = np.zeros(0)
@@ -135,3 +143,128 @@ def test_S4_tiering_spec_refuses_what_its_worker_cannot_lay_out(tmp_path: Path) 
     planes = region_host_planes(base, [2048, 2048], 2, 2, 8192)
     assert [tuple(p.shape) for p in planes] == [(4, 2048), (4, 2048)]
     assert [p.stride() for p in planes] == [(4096, 1), (4096, 1)]
+
+
+def _step(manager: Any) -> None:
+    """One scheduler step's end (vLLM polls the tiers at most once per step)."""
+    from vllm.v1.kv_offload.base import ScheduleEndContext
+
+    manager.on_schedule_end(ScheduleEndContext(new_req_ids=[], preempted_req_ids=[]))
+
+
+def _settle(manager: Any) -> None:
+    """Submit what the step queued, let the tiers finish, take their results."""
+    _step(manager)
+    for tier in manager.secondary_tiers:
+        tier.drain_jobs()
+    _step(manager)
+    assert not manager.has_pending_work()
+
+
+def test_T1_our_primary_tier_pins_cascades_promotes_from_disk_and_frees_failed_promotions(tmp_path: Path) -> None:
+    """Our manager as vLLM's primary tier (8 chunks) with the disk tier (16) behind it:
+    a chunk read for a cascade is pinned (M2: a full primary of pinned chunks refuses a
+    store, I3) and carries no request access; a chunk the primary evicted is promoted from
+    disk (``HIT_PENDING`` while its load runs, then ``HIT`` with the bytes it was stored
+    with); a promotion whose disk record is corrupt (T1) fails and the primary frees the
+    block it had allocated for it (M7): nothing pending, nothing pinned, the key absent."""
+    from vllm.v1.kv_offload.base import LookupResult, ReqContext
+
+    from kvoffload.impl.vllm.primary import KVOffloadPrimaryTier, KVOffloadTieringManager
+
+    spec = _spec(tmp_path)
+    manager = spec.get_manager()
+    try:
+        primary = manager.primary_tier
+        assert isinstance(manager, KVOffloadTieringManager) and isinstance(primary, KVOffloadPrimaryTier)
+        assert primary._num_chunks == spec.num_chunks == 8
+        rows = np.asarray(primary.get_kv_memoryview())
+        ctx = ReqContext(req_id="r")
+        manager.on_new_request(ctx)
+        keys = [key(i) for i in range(8)]
+        output = manager.prepare_store(keys, ctx)
+        chunks = [int(c) for c in output.store_spec.block_ids]
+        for i, chunk in enumerate(chunks):  # what the worker would copy from the device
+            rows[chunk] = i + 1
+        manager.complete_store(keys, ctx)  # cascades all 8 to disk
+        _settle(manager)
+        assert all(manager.secondary_tiers[0].lookup(k, ctx) == LookupResult.HIT for k in keys)
+
+        read = primary.prepare_read(keys, ctx)  # as a cascade pins them
+        assert sorted(int(c) for c in read.chunk_ids) == sorted(chunks)
+        assert primary.prepare_store([key(8)], ctx) is None  # every block pinned: refused
+        primary.complete_read(keys, ctx)
+        assert primary.counters["prepare_load_blocks"] == 0  # a cascade is not a device load
+
+        # key 8 evicts key 0 (LRU); key 0 comes back from disk, evicting key 1.
+        output = manager.prepare_store([key(8)], ctx)
+        assert list(output.evicted_keys) == [keys[0]]
+        rows[int(output.store_spec.block_ids[0])] = 99
+        manager.complete_store([key(8)], ctx)
+        _settle(manager)
+        assert manager.lookup(keys[0], ctx) == LookupResult.HIT_PENDING
+        _settle(manager)
+        assert manager.lookup(keys[0], ctx) == LookupResult.HIT
+        (row,) = manager.prepare_load([keys[0]], ctx).block_ids
+        assert np.all(rows[int(row)] == 1)
+        manager.complete_load([keys[0]], ctx)
+
+        disk = manager.secondary_tiers[0]
+        assert primary.lookup(keys[1], ctx) == LookupResult.MISS  # evicted by the promotion
+        disk.tier.file.corrupt(disk.tier.manager.blocks()[keys[1]].block_id, 10)
+        assert manager.lookup(keys[1], ctx) == LookupResult.HIT_PENDING  # promotion allocated
+        assert keys[1] in primary.pending
+        _settle(manager)
+        assert primary.lookup(keys[1], ctx) == LookupResult.MISS and not primary.pending
+        held = primary.core.blocks()
+        assert keys[1] not in held and all(status.ref_cnt == 0 for status in held.values())
+        assert len(held) == 7  # the failed promotion's block is free again
+        manager.on_request_finished(ctx)
+    finally:
+        manager.shutdown()
+
+
+def test_S4_tiering_spec_checks_the_primary_tier_config(tmp_path: Path) -> None:
+    """``primary_tier`` is ``kvoffload`` or ``vllm``; our primary refuses a policy it does
+    not run and a vLLM ``CachePolicy`` module; nothing is allocated before the error.
+    ``KVOffloadingSpec`` refuses ``secondary_tiers`` (it would ignore them) and names the
+    spec that runs them."""
+    with pytest.raises(ValueError, match="S4: primary_tier='cuda'"):
+        _spec(tmp_path, primary_tier="cuda")
+    with pytest.raises(ValueError, match="S4: eviction_policy='fifo'"):
+        _spec(tmp_path, eviction_policy="fifo")
+    with pytest.raises(ValueError, match="S4: cache_policy_module_path"):
+        _spec(tmp_path, cache_policy_module_path="my.policies")
+    with pytest.raises(ValueError, match="S4: store_threshold"):
+        _spec(tmp_path, store_threshold=2)
+    from kvoffload.impl.vllm import KVOffloadingSpec
+
+    tiers = [{"type": "KVOffloadDiskTier", "module_path": "kvoffload.impl.vllm.tiers", "path": "x", "num_blocks": 4}]
+    with pytest.raises(ValueError, match="S4: secondary_tiers=.*KVOffloadTieringSpec"):
+        KVOffloadingSpec(offloading_config({"cpu_bytes_to_use": 1 << 20, "secondary_tiers": tiers}))
+    assert _spec(tmp_path, eviction_policy="sieve").primary_kind == "kvoffload"
+    assert _spec(tmp_path, primary_tier="vllm").primary_kind == "vllm"
+
+
+def test_N1_reset_under_tiering_gives_our_primary_its_fenced_blocks_back(tmp_path: Path) -> None:
+    """A reset with a device store in flight: our primary keeps that block out of use until
+    the workers flushed (N1, vLLM 0.33), and the tiering manager's ``on_reset_flushed``
+    reaches it, so the whole capacity is free again (on 0.32 nothing is fenced)."""
+    from vllm.v1.kv_offload.base import ReqContext
+
+    from kvoffload.impl.vllm import features
+
+    spec = _spec(tmp_path)
+    manager = spec.get_manager()
+    try:
+        primary = manager.primary_tier
+        ctx = ReqContext(req_id="r")
+        manager.on_new_request(ctx)
+        assert manager.prepare_store([key(1), key(2)], ctx) is not None  # in flight at the reset
+        manager.reset_cache()
+        fenced = spec.num_chunks - primary.core.get_num_free_blocks()
+        assert fenced == (2 if features.RESET_FENCE else 0)
+        manager.on_reset_flushed()
+        assert primary.core.get_num_free_blocks() == spec.num_chunks
+    finally:
+        manager.shutdown()

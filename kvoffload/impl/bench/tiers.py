@@ -3,7 +3,8 @@
 For each block size, in one run:
 
 - **disk**: ``DiskTier`` stores then loads ``blocks`` blocks in jobs of ``job_blocks``
-  (records, checksums, the compiled block table and the thread pool included); the raw
+  (records, checksums, the compiled block table and the thread pool included), from and
+  into page-aligned buffers as vLLM's shared-region rows are; the raw
   reference is one large sequential ``O_DIRECT`` write, then read, of the same bytes in
   8 MiB calls on one thread (a file beside the tier's, same file system).
 - **redis**: ``RedisTier`` the same way against a private ``redis-server``; the raw
@@ -117,8 +118,13 @@ class _Tier:
 def _drive(tier: _Tier, size: int, blocks: int, job_blocks: int, repeats: int) -> tuple[float, float, float, float]:
     """Seconds to store and to load ``blocks`` blocks, and the median one-block store/load in ms."""
     hashes = [secrets.token_bytes(32) for _ in range(blocks)]
-    payload = memoryview(payload_of(b"tier", size))
-    outs = [memoryview(bytearray(size)) for _ in range(job_blocks)]
+    # Page-aligned buffers, as the rows of vLLM's shared offload region are.
+    source = mmap.mmap(-1, size)
+    source.write(payload_of(b"tier", size))
+    payload = memoryview(source)
+    rows = memoryview(mmap.mmap(-1, size * job_blocks))
+    rows[:] = bytes(len(rows))  # resident before timing, as vLLM's long-lived region is
+    outs = [rows[i * size : (i + 1) * size] for i in range(job_blocks)]
 
     def store_all() -> None:
         for job in _jobs(blocks, job_blocks):

@@ -85,10 +85,12 @@ several KV cache groups (``group_sizes``)               supported when they shar
 refused job                                             logged, ``False`` (H1); vLLM 0.32 then asserts
 =====================================================  =====================================================
 
-``KVOffloadTieringSpec`` (``tiering.py``) is vLLM's own ``TieringOffloadingSpec`` (its CPU
-primary tier and secondary tiers such as our ``KVOffloadDiskTier``) with this worker in
-place of vLLM's CUDA/XPU-only one, its host planes in vLLM's shared offload region: tiering
-on the CPU platform (``"spec_name": "KVOffloadTieringSpec"``).
+``KVOffloadTieringSpec`` (``tiering.py``) is vLLM's own ``TieringOffloadingSpec`` (its
+``TieringOffloadingManager`` and secondary tiers such as our ``KVOffloadDiskTier``) with our
+manager as its primary tier (``KVOffloadPrimaryTier``, ``primary.py``; ``"primary_tier":
+"vllm"`` keeps vLLM's CPU manager) and this worker in place of vLLM's CUDA/XPU-only one, its
+host planes in vLLM's shared offload region: tiering on the CPU platform
+(``"spec_name": "KVOffloadTieringSpec"``).
 
 Extra-config keys: ``cpu_bytes_to_use`` (or our ``num_blocks``), ``eviction_policy``
 (``lru``/``arc``/``s3fifo``/``sieve``), ``block_size``/``blocks_per_chunk`` (vLLM turns them into

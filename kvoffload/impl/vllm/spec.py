@@ -48,6 +48,8 @@ CHUNK_ALIGNMENT = mmap.PAGESIZE
 _UNSUPPORTED = {
     "cache_policy_module_path": "kvoffload runs its own compiled policies; choose "
     "eviction_policy='lru', 'arc', 's3fifo' or 'sieve', or use vLLM's CPUOffloadingSpec for a custom CachePolicy",
+    "secondary_tiers": "secondary tiers need vLLM's tiering and a shared host region: use "
+    "spec_name='KVOffloadTieringSpec' (our manager is its primary tier)",
 }
 
 #: vLLM's default size of the admission tracker (N2).

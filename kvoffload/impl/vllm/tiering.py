@@ -3,11 +3,15 @@
 vLLM's tiering spec (a CPU primary tier plus secondary tiers loaded by module path, such as
 ``KVOffloadDiskTier``) inherits ``CPUOffloadingSpec.get_worker``, which refuses every
 platform but CUDA and XPU, and vLLM's copy worker asserts device tensors. This subclass
-keeps vLLM's scheduler side as it is (``TieringOffloadingManager``: vLLM's CPU primary tier,
-cascades of every stored chunk to the secondary tiers, promotions of secondary hits into
-the primary tier) and replaces only the worker: ``KVOffloadingWorker`` (H1–H4), whose host
-planes are views into vLLM's ``SharedOffloadRegion``, the mmap that the scheduler's
-secondary tiers read and write one row per chunk.
+keeps vLLM's ``TieringOffloadingManager`` (cascades of every stored chunk to the secondary
+tiers, promotions of secondary hits into the primary tier) and replaces
+
+- the primary tier: our manager (``KVOffloadPrimaryTier``, ``primary.py``: our compiled
+  policies ``lru``/``arc``/``s3fifo``/``sieve``, the contract's ref counts and failed-store
+  cleanup) by default, or vLLM's own CPU manager with ``"primary_tier": "vllm"``;
+- the worker: ``KVOffloadingWorker`` (H1–H4), whose host planes are views into vLLM's
+  ``SharedOffloadRegion``, the mmap that the scheduler's secondary tiers read and write one
+  row per chunk. Our primary's block ids are those rows.
 
 Row layout (H3): chunk ``c`` is row ``c`` of the region (``kv_bytes_per_chunk`` bytes);
 inside it sub-block ``j`` (``0 ≤ j < blocks_per_chunk``) holds every KV tensor's page in
@@ -23,7 +27,7 @@ Usage::
 
     kv_connector_extra_config={
         "spec_name": "KVOffloadTieringSpec", "spec_module_path": "kvoffload.impl.vllm",
-        "cpu_bytes_to_use": 8 << 30,
+        "cpu_bytes_to_use": 8 << 30, "eviction_policy": "arc",   # "primary_tier": "vllm" for vLLM's
         "secondary_tiers": [{"type": "KVOffloadDiskTier", "module_path": "kvoffload.impl.vllm.tiers",
                              "path": "/mnt/nvme/kv.blocks", "bytes_to_use": 200 << 30}],
     }
@@ -36,9 +40,13 @@ from typing import Any
 import torch
 
 from vllm.v1.kv_offload.cpu.shared_offload_region import SharedOffloadRegion
+from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
 from vllm.v1.kv_offload.tiering.spec import TieringOffloadingSpec
 
+from ..manager import MANAGER_POLICIES, CPUOffloadingManager
+from . import stats
 from ._log import log_event
+from .primary import KVOffloadPrimaryTier, KVOffloadTieringManager
 from .worker import KVOffloadingWorker
 
 __all__ = ["KVOffloadTieringSpec", "RegionWorker", "region_host_planes"]
@@ -87,8 +95,34 @@ class RegionWorker(KVOffloadingWorker):
             self.region = None
 
 
+#: ``primary_tier`` values: our manager (the default) or vLLM's own CPU primary tier.
+PRIMARY_KINDS = ("kvoffload", "vllm")
+
+
+def _primary_kind(extra: dict[str, Any]) -> str:
+    """S4: ``primary_tier`` and what our primary tier refuses, before anything is built."""
+    kind = extra.get("primary_tier", "kvoffload")
+    if kind not in PRIMARY_KINDS:
+        raise ValueError(f"S4: primary_tier={kind!r} is not one of {list(PRIMARY_KINDS)}")
+    if kind == "vllm":
+        return str(kind)
+    policy = extra.get("eviction_policy", "lru")
+    if policy not in MANAGER_POLICIES:
+        raise ValueError(f"S4: eviction_policy={policy!r} is not one of {list(MANAGER_POLICIES)} "
+                         "(or set primary_tier='vllm' for vLLM's own policies)")
+    if extra.get("cache_policy_module_path") is not None:
+        raise ValueError("S4: cache_policy_module_path is not supported by kvoffload's primary tier; "
+                         "set primary_tier='vllm' for a custom vLLM CachePolicy")
+    if int(extra.get("store_threshold", 0) or 0) >= 2:
+        raise ValueError("S4: store_threshold is not supported behind vLLM's tiering")
+    return str(kind)
+
+
 class KVOffloadTieringSpec(TieringOffloadingSpec):  # type: ignore[misc]
-    """vLLM's tiering scheduler side, our CPU-capable worker over its shared region."""
+    """vLLM's tiering manager over our primary tier (or vLLM's), our CPU-capable worker over
+    its shared region. S4: ``primary_tier``, and for ours ``eviction_policy`` (our four),
+    ``cache_policy_module_path`` (refused), ``store_threshold`` (refused, as vLLM's tiering
+    refuses it) are checked at construction."""
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
@@ -105,6 +139,60 @@ class KVOffloadTieringSpec(TieringOffloadingSpec):  # type: ignore[misc]
             raise ValueError(f"S2: one GPU block size shared by all KV cache groups, got {sizes}")
         self.gpu_block_size = sizes[0]
         self._region_worker: RegionWorker | None = None
+        self.primary_kind = _primary_kind(dict(self.extra_config))
+        self._manager: Any = getattr(self, "_manager", None)  # vLLM's, typed for mypy
+
+    def _new_core_manager(self) -> CPUOffloadingManager:
+        return CPUOffloadingManager(
+            num_blocks=int(self.num_chunks),
+            policy=self.eviction_policy,
+            enable_events=bool(self.kv_events_config.enable_kv_cache_events),
+            block_size=self.gpu_block_size * int(self.blocks_per_chunk),
+        )
+
+    def get_manager(self) -> Any:
+        """vLLM's ``TieringOffloadingManager`` over our primary tier (``KVOffloadPrimaryTier``)
+        and the configured secondary tiers; ``"primary_tier": "vllm"`` keeps vLLM's own."""
+        if self.primary_kind == "vllm":
+            return super().get_manager()
+        if self._manager is None:
+            self._manager = self._build_tiering_manager()
+        return self._manager
+
+    def _build_tiering_manager(self) -> KVOffloadTieringManager:
+        """Region, primary, tiers, manager; whatever was built is released on an error."""
+        region = SharedOffloadRegion(
+            engine_id=self._engine_id, num_chunks=self.num_chunks, rank=None,
+            kv_bytes_per_chunk=self.kv_bytes_per_chunk, cpu_page_size=self.cpu_page_size_per_worker,
+        )
+        primary: KVOffloadPrimaryTier | None = None
+        tiers: list[Any] = []
+        try:
+            info = stats.config_info(
+                num_blocks=int(self.num_chunks), blocks_per_chunk=int(self.blocks_per_chunk),
+                bytes_per_block=int(self.kv_bytes_per_chunk), tokens=None, policy=self.eviction_policy,
+                store_threshold=0,
+            )
+            primary = KVOffloadPrimaryTier(self._new_core_manager, region, info=info)
+            view = primary.get_kv_memoryview()
+            for tier_config in self.secondary_tier_configs:
+                tiers.append(SecondaryTierFactory.create_secondary_tier(tier_config, view, self))
+            options = {}
+            if hasattr(self, "tier_poll_interval_s"):  # vLLM 0.33
+                options["tier_poll_interval_s"] = self.tier_poll_interval_s
+            manager = KVOffloadTieringManager(primary_tier=primary, secondary_tiers=tiers, **options)
+        except Exception:
+            for tier in reversed(tiers):
+                tier.shutdown()
+            if primary is not None:
+                primary.shutdown()
+            else:
+                region.cleanup()
+            raise
+        self._scheduler_mmap = region
+        log_event(side="spec", op="tiering_manager", primary="kvoffload", num_chunks=int(self.num_chunks),
+                  tiers=[type(t).__name__ for t in tiers])
+        return manager
 
     def get_worker(self, kv_caches: Any) -> RegionWorker:
         """The worker over the region row ``rank 0`` of this engine (built once)."""
