@@ -248,7 +248,8 @@ class CPUOffloadingManager(OffloadingManager):
         self, op: Op, name: str, hashes: list[Any], flags: Sequence[bool] | None = None
     ) -> tuple[list[BlockHash], int]:
         """Checked in Python, packed by numpy: odd elements, long hashes, no layout, the twin.
-        ``flags``: one per hash, handed to the entry point in ``out_a`` (``arc_finish``)."""
+        ``flags``: one per hash, handed to the entry point in ``out_a`` (``arc_finish``,
+        ``arc_store_misses``)."""
         hashes = read_hashes(hashes)  # TypeError / ValueError, or subclasses made plain
         n = len(hashes)
         lens = [len(block_hash) for block_hash in hashes]
@@ -313,23 +314,39 @@ class CPUOffloadingManager(OffloadingManager):
         left alone. Bad input raises (M9) before anything changes."""
         if self.policy != "arc":
             raise ValueError(f"K5: arc_request_finished is ARC's; this manager's policy is {self.policy!r}")
+        self._run_flagged("K5", "arc_finish", block_hashes, reused)
+
+    def arc_store_misses(self, block_hashes: Iterable[BlockHash], reported: Sequence[bool] | None = None) -> None:
+        """K6 for ARC: a store's misses reported as one ``touch`` (A3), last to first, but
+        the keys with ``reported[i]`` true (the request reported them before; ``None``:
+        none). Only ghosts change (a present key is no miss, an absent non-ghost a no-op
+        touch: M4). Bad input raises (M9) before anything changes."""
+        if self.policy != "arc":
+            raise ValueError(f"K6: arc_store_misses is ARC's; this manager's policy is {self.policy!r}")
+        self._run_flagged("K6", "arc_store_misses", block_hashes, reported)
+
+    def _run_flagged(
+        self, clause: str, name: str, block_hashes: Iterable[BlockHash], flags: Sequence[bool] | None
+    ) -> None:
+        """Entry point ``name`` with one flag per hash in ``out_a`` (``None``: all false)."""
         hashes: list[Any] = block_hashes if type(block_hashes) is list else read_hashes(block_hashes)
-        flags = reused if type(reused) is list else list(reused)
         n = len(hashes)
-        if len(flags) != n:
-            raise ValueError(f"K5: {n} hashes but {len(flags)} reused flags")
+        if flags is not None:
+            flags = flags if type(flags) is list else list(flags)
+            if len(flags) != n:
+                raise ValueError(f"{clause}: {n} hashes but {len(flags)} flags")
         if not n:
             return
-        op = _READY.get("arc_finish")
+        op = _READY.get(name)
         if op is not None and self.direct:  # compiled: it reads (and checks) the list itself
             if n > self._batch:
                 self._grow_batch(n)
-            self._out(L.IO_OUT_A)[:n] = flags
+            self._out(L.IO_OUT_A)[:n] = 0 if flags is None else flags
             result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
                         id(hashes), n, self._q, self._io)
             if result not in SLOW_PATH:
                 return
-        self._run_slow(op or runtime.entry("arc_finish"), "arc_finish", hashes, flags)
+        self._run_slow(op or runtime.entry(name), name, hashes, [False] * n if flags is None else flags)
 
     # -- M5 ---------------------------------------------------------------------------
     def prepare_store(self, block_hashes: Iterable[BlockHash]) -> PrepareStoreOutput | None:
