@@ -80,7 +80,7 @@ class ArcRequests:
         self._request(req_id).calls.append(_Call(_REFUSED, offered, absent))
 
     @implements("K6")
-    def reported(self, req_id: str | None, keys: list[bytes]) -> list[bool] | None:
+    def reported(self, req_id: str | None, keys: list[bytes]) -> bytes | None:
         """K6: per key of a store about to be made, whether this request reported it as
         a store miss before (``None``: no key was, e.g. the request's first store)."""
         request = self._open.get(req_id) if req_id is not None else None
@@ -93,40 +93,40 @@ class ArcRequests:
         reported = request.reported = request.reported or set()
         for call in stores:
             reported.update(call.absent)
-        flags = list(map(reported.__contains__, keys))
+        flags = bytes(map(reported.__contains__, keys))
         return flags if any(flags) else None
 
     @implements("K5")
-    def finish(self, req_id: str | None, keys: list[bytes], in_call_order: bool) -> tuple[list[bytes], list[bool]]:
+    def finish(self, req_id: str | None, keys: list[bytes], in_call_order: bool) -> tuple[list[bytes], bytes]:
         """The request's keys that change at its end (inserted or reused, K5's order) and
         whether each was reused. ``in_call_order``: ``keys`` are the observed lists of
         the request's calls one after the other, all distinct."""
         request = self._open.pop(req_id, None) if req_id is not None else None
         if request is None:
-            return [], []
+            return [], b""
         calls = request.calls
         if in_call_order and all(c.kind != _REFUSED for c in calls) and sum(len(c.keys) for c in calls) == len(keys):
             return keys, _flags_in_call_order(calls)
         return _replay(calls, keys)
 
 
-def _flags_in_call_order(calls: list[_Call]) -> list[bool]:
+def _flags_in_call_order(calls: list[_Call]) -> bytes:
     """Distinct keys: none was inserted by an earlier call, so a loaded key is reused and
-    a stored one is reused exactly when it was not absent."""
-    flags: list[bool] = []
+    a stored one is reused exactly when it was not absent. One byte per key (1: reused)."""
+    parts: list[bytes] = []
     for call in calls:
         keys, absent = call.keys, call.absent
         if not absent:  # a load, or a store of ready keys only
-            flags += [True] * len(keys)
+            parts.append(b"\x01" * len(keys))
         elif len(absent) == len(keys):  # every offered key was absent (distinct keys)
-            flags += [False] * len(keys)
+            parts.append(bytes(len(keys)))
         else:
             inserted = set(absent)
-            flags.extend(map(not_, map(inserted.__contains__, keys)))
-    return flags
+            parts.append(bytes(map(not_, map(inserted.__contains__, keys))))
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _replay(calls: list[_Call], keys: list[bytes]) -> tuple[list[bytes], list[bool]]:
+def _replay(calls: list[_Call], keys: list[bytes]) -> tuple[list[bytes], bytes]:
     """K5's rule call by call: a key loaded, or offered while ready, is reused unless the
     request inserted it before; an accepted store inserts its absent keys."""
     inserted: set[bytes] = set()
@@ -137,4 +137,4 @@ def _replay(calls: list[_Call], keys: list[bytes]) -> tuple[list[bytes], list[bo
         if call.kind == _STORE:
             inserted.update(call.absent)
     changed = [k for k in keys if k in reused or k in inserted]
-    return changed, list(map(reused.__contains__, changed))
+    return changed, bytes(map(reused.__contains__, changed))

@@ -252,7 +252,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self.counters["touch_blocks"] += len(keys)
 
     @implements("K5")
-    def _arc_finish(self, keys: list[bytes], reused: list[bool]) -> None:
+    def _arc_finish(self, keys: list[bytes], reused: bytes) -> None:
         """K5 for ARC: only the keys the request inserted or reused change, a reused one
         as a second use (T1 -> T2), an inserted-only one within its own list."""
         if keys:
