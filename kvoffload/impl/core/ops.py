@@ -171,26 +171,46 @@ def _touch_ghost(meta, pf, gprev, gnext, nd, g):  # type: ignore[no-untyped-def]
     g_append(gprev, gnext, meta, g, nd)
 
 
-@kernel(inline="always")  # per element: an out-of-line call passes every array field
-def _renew(meta, ts, hts, hpos, hnode, lst, bprev, bnext, nd, promote):  # type: ignore[no-untyped-def]
-    """L2, A3, K5: block ``nd`` (in T1 or T2) leaves its place (its list, or the heap of
-    idle blocks met at a list's head) and becomes the most recent end of its list, or
-    of T2 when ``promote`` and it is in T1 (a second use); a new stamp either way."""
-    kind = lst[nd]
-    h = kind - T1
-    meta[CLOCK] += 1
-    if hpos[nd] == IN_LIST:
-        l_unlink(bprev, bnext, meta, h, nd)
-    elif hpos[nd] >= 0:
-        heap_remove(hts, hnode, hpos, meta, h, nd)
-    if promote and kind == T1:
-        lst[nd] = T2
-        meta[N1 + LIST_T1] -= 1
-        meta[N1 + LIST_T2] += 1
-        h = LIST_T2
-    ts[nd] = meta[CLOCK]
-    hpos[nd] = IN_LIST
-    l_append(bprev, bnext, meta, h, nd)
+#: ``_renew_all``'s rule for a block: M4's touch (A3: a ready ARC T1 block moves to T2;
+#: a ghost hit adapts ``p``), or K5's end of request (``out_a[i]``: reused, T1 -> T2;
+#: ghosts left alone).
+RENEW_TOUCH = 0
+RENEW_FINISH = 1
+
+
+@kernel()  # one call per batch: the loop body lives once for touch and arc_finish
+def _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,  # type: ignore[no-untyped-def]
+               nodes, n, out_a, rule, arc):
+    """P4: the batch's blocks last to first; each leaves its place (its list, or the
+    heap of idle blocks met at a list's head) for the most recent end of its list (L2),
+    or of T2 when promoted (a second use: A3 / K5); a new stamp either way."""
+    for i in range(n - 1, -1, -1):
+        nd = nodes[i]
+        if nd < 0:
+            continue
+        kind = lst[nd]
+        if kind == B1 or kind == B2:
+            if rule == RENEW_TOUCH:
+                _touch_ghost(meta, pf, gprev, gnext, nd, kind - B1)
+            continue
+        if rule == RENEW_TOUCH:
+            promote = arc and kind == T1 and ref[nd] >= 0  # a pending T1 block stays
+        else:
+            promote = out_a[i] != 0 and kind == T1
+        h = kind - T1
+        meta[CLOCK] += 1
+        if hpos[nd] == IN_LIST:
+            l_unlink(bprev, bnext, meta, h, nd)
+        elif hpos[nd] >= 0:
+            heap_remove(hts, hnode, hpos, meta, h, nd)
+        if promote:
+            lst[nd] = T2
+            meta[N1 + LIST_T1] -= 1
+            meta[N1 + LIST_T2] += 1
+            h = LIST_T2
+        ts[nd] = meta[CLOCK]
+        hpos[nd] = IN_LIST
+        l_append(bprev, bnext, meta, h, nd)
 
 
 @kernel()
@@ -204,17 +224,8 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
     tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
     if meta[POLICY] == POLICY_S3FIFO or meta[POLICY] == POLICY_SIEVE:  # F4, V4: marks only
         return touch_marks(a8, meta, nodes, lst, ref, n)
-    arc = meta[POLICY] == POLICY_ARC
-    for i in range(n - 1, -1, -1):  # P4: last to first
-        nd = nodes[i]
-        if nd < 0:
-            continue
-        kind = lst[nd]
-        if kind == B1 or kind == B2:
-            _touch_ghost(meta, pf, gprev, gnext, nd, kind - B1)
-            continue
-        # A3: a ready T1 block moves to T2 (a pending one stays in T1)
-        _renew(meta, ts, hts, hpos, hnode, lst, bprev, bnext, nd, arc and ref[nd] >= 0)
+    _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
+               nodes, n, out_a, RENEW_TOUCH, meta[POLICY] == POLICY_ARC)
     return 0
 
 
@@ -232,14 +243,8 @@ def arc_finish(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
     if meta[POLICY] != POLICY_ARC:
         return 0
     tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
-    for i in range(n - 1, -1, -1):  # P4: last to first
-        nd = nodes[i]
-        if nd < 0:
-            continue
-        kind = lst[nd]
-        if kind != T1 and kind != T2:  # a ghost: K5 leaves it (and p) alone
-            continue
-        _renew(meta, ts, hts, hpos, hnode, lst, bprev, bnext, nd, out_a[i] != 0)  # K5: reused: T1 -> T2
+    _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
+               nodes, n, out_a, RENEW_FINISH, True)
     return 0
 
 
