@@ -90,3 +90,36 @@ def test_K5_arc_request_finished_refuses_bad_input_and_changes_nothing() -> None
         CPUOffloadingManager(4, policy="lru").arc_request_finished([a], [True])
     impl.arc_request_finished([a, b], [True, False])  # a: T1 -> T2; b: T1's most recent end
     assert impl.policy_view()["lists"] == [[b], [a]]
+
+
+def test_K6_arc_store_misses_is_a_touch_of_the_unreported_absent_keys() -> None:
+    """K6 in the core (``arc_store_misses``): a batch of present, ghost and absent keys,
+    some flagged as reported before, leaves T1, T2, the ghosts and p as the reference's
+    ``touch`` of the batch's absent, unflagged keys does (only ghosts move: A3)."""
+    rng = random.Random(6)
+    pool = [BlockHash(rng.randbytes(rng.choice([8, 16]))) for _ in range(24)]
+    ref, impl = ReferenceManager(6, policy="arc"), CPUOffloadingManager(6, policy="arc")
+    moved = 0
+    for _ in range(300):
+        hashes = rng.sample(pool, rng.randint(1, 4))
+        if rng.randrange(3):
+            out, ours = ref.prepare_store(hashes), impl.prepare_store(hashes)
+            assert (out is None) == (ours is None)
+            if out is not None:
+                ref.complete_store(out.block_hashes_to_store)
+                impl.complete_store(out.block_hashes_to_store)
+            continue
+        flags = [rng.random() < 0.3 for _ in hashes]
+        present = ref.blocks()
+        absent = [h for h, flag in zip(hashes, flags) if not flag and h not in present]
+        p_before = _view(ref)[2]
+        ref.touch(absent)
+        impl.arc_store_misses(hashes, flags if any(flags) else None)
+        moved += _view(ref)[2] != p_before
+        assert _impl_view(impl) == _view(ref)
+    assert moved, "no store miss was a ghost"
+    impl.check_invariants()
+    with pytest.raises(ValueError, match="K6"):
+        CPUOffloadingManager(4, policy="lru").arc_store_misses(pool[:1])
+    with pytest.raises(ValueError, match="K6"):
+        impl.arc_store_misses(pool[:2], [True])

@@ -64,7 +64,8 @@ def test_twin_and_compiled_builds_answer_and_change_state_identically(policy: st
     compiled_side = CPUOffloadingManager(16, policy=policy)
     pending: list[bytes] = []
     loaded: list[bytes] = []
-    names = ["lookup", "touch", "prepare_store", "store_ok", "store_fail", "prepare_load", "complete_load", "arc_finish"]
+    names = ["lookup", "touch", "prepare_store", "store_ok", "store_fail", "prepare_load", "complete_load", "arc_finish",
+             "arc_store_misses"]
     for _ in range(400):
         name = rng.choice(names)
         if name in ("store_ok", "store_fail"):
@@ -73,7 +74,7 @@ def test_twin_and_compiled_builds_answer_and_change_state_identically(policy: st
             hashes = loaded[:1] or [pool[0]]
         else:
             hashes = [rng.choice(pool) for _ in range(rng.randint(1, 8))]
-        if name == "arc_finish":  # K5: its per-key reused flags, the same on both sides
+        if name in ("arc_finish", "arc_store_misses"):  # K5, K6: per-key flags, the same on both sides
             flags = [rng.randint(0, 1) for _ in hashes]
             for side in (twin_side, compiled_side):
                 side._out(layout.IO_OUT_A)[: len(flags)] = flags

@@ -69,6 +69,8 @@ _KEY_WORDS = 5  # [length, 4 words]: 32-byte hashes; rows widen when longer hash
 _Q_WORDS = 5  # batch rows: up to 40-byte hashes before the scratch widens
 
 I64 = npt.NDArray[np.int64]
+#: One flag per hash (``arc_finish``, ``arc_store_misses``): bools, or one byte each.
+Flags = Sequence[bool] | bytes | bytearray
 Op = Callable[..., int]
 _READY = runtime.READY
 
@@ -245,10 +247,11 @@ class CPUOffloadingManager(OffloadingManager):
         return self._run_slow(op or runtime.entry(name), name, hashes)
 
     def _run_slow(
-        self, op: Op, name: str, hashes: list[Any], flags: Sequence[bool] | None = None
+        self, op: Op, name: str, hashes: list[Any], flags: Any = None
     ) -> tuple[list[BlockHash], int]:
         """Checked in Python, packed by numpy: odd elements, long hashes, no layout, the twin.
-        ``flags``: one per hash, handed to the entry point in ``out_a`` (``arc_finish``)."""
+        ``flags``: one per hash, handed to the entry point in ``out_a`` (``arc_finish``,
+        ``arc_store_misses``)."""
         hashes = read_hashes(hashes)  # TypeError / ValueError, or subclasses made plain
         n = len(hashes)
         lens = [len(block_hash) for block_hash in hashes]
@@ -305,7 +308,7 @@ class CPUOffloadingManager(OffloadingManager):
         """M4, P4: recency hint, last hash first (L2 / A3)."""
         self._run("touch", block_hashes)
 
-    def arc_request_finished(self, block_hashes: Iterable[BlockHash], reused: Sequence[bool]) -> None:
+    def arc_request_finished(self, block_hashes: Iterable[BlockHash], reused: Flags) -> None:
         """K5 for ARC: a finished request's keys in request order; ``reused[i]`` when the
         request reused key ``i`` (loaded it, or offered it while ready, and had not
         inserted it). Last to first, a reused T1 block moves to T2's most recent end, any
@@ -313,23 +316,40 @@ class CPUOffloadingManager(OffloadingManager):
         left alone. Bad input raises (M9) before anything changes."""
         if self.policy != "arc":
             raise ValueError(f"K5: arc_request_finished is ARC's; this manager's policy is {self.policy!r}")
+        self._run_flagged("K5", "arc_finish", block_hashes, reused)
+
+    def arc_store_misses(self, block_hashes: Iterable[BlockHash], reported: Flags | None = None) -> None:
+        """K6 for ARC: a store's misses reported as one ``touch`` (A3), last to first, but
+        the keys with ``reported[i]`` true (the request reported them before; ``None``:
+        none). Only ghosts change (a present key is no miss, an absent non-ghost a no-op
+        touch: M4). Bad input raises (M9) before anything changes."""
+        if self.policy != "arc":
+            raise ValueError(f"K6: arc_store_misses is ARC's; this manager's policy is {self.policy!r}")
+        self._run_flagged("K6", "arc_store_misses", block_hashes, reported)
+
+    def _run_flagged(self, clause: str, name: str, block_hashes: Iterable[BlockHash], flags: Flags | None) -> None:
+        """Entry point ``name`` with one flag per hash in ``out_a`` (``None``: all false)."""
         hashes: list[Any] = block_hashes if type(block_hashes) is list else read_hashes(block_hashes)
-        flags = reused if type(reused) is list else list(reused)
         n = len(hashes)
-        if len(flags) != n:
-            raise ValueError(f"K5: {n} hashes but {len(flags)} reused flags")
+        marks: Any = flags
+        if isinstance(flags, (bytes, bytearray)):  # one byte per flag: copied at C speed
+            marks = np.frombuffer(flags, np.uint8)
+        elif flags is not None and type(flags) is not list:
+            marks = list(flags)
+        if marks is not None and len(marks) != n:
+            raise ValueError(f"{clause}: {n} hashes but {len(marks)} flags")
         if not n:
             return
-        op = _READY.get("arc_finish")
+        op = _READY.get(name)
         if op is not None and self.direct:  # compiled: it reads (and checks) the list itself
             if n > self._batch:
                 self._grow_batch(n)
-            self._out(L.IO_OUT_A)[:n] = flags
+            self._out(L.IO_OUT_A)[:n] = 0 if marks is None else marks
             result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
                         id(hashes), n, self._q, self._io)
             if result not in SLOW_PATH:
                 return
-        self._run_slow(op or runtime.entry("arc_finish"), "arc_finish", hashes, flags)
+        self._run_slow(op or runtime.entry(name), name, hashes, [False] * n if marks is None else marks)
 
     # -- M5 ---------------------------------------------------------------------------
     def prepare_store(self, block_hashes: Iterable[BlockHash]) -> PrepareStoreOutput | None:

@@ -49,6 +49,7 @@ from .table import CHUNK, find, find_chunk, fingerprint, table_delete, tag_of
 
 __all__ = [
     "arc_finish",
+    "arc_store_misses",
     "complete_load",
     "lookup",
     "prepare_load",
@@ -170,6 +171,48 @@ def _touch_ghost(meta, pf, gprev, gnext, nd, g):  # type: ignore[no-untyped-def]
     g_append(gprev, gnext, meta, g, nd)
 
 
+#: ``_renew_all``'s rule for a block: M4's touch (A3: a ready ARC T1 block moves to T2;
+#: a ghost hit adapts ``p``), or K5's end of request (``out_a[i]``: reused, T1 -> T2;
+#: ghosts left alone).
+RENEW_TOUCH = 0
+RENEW_FINISH = 1
+
+
+@kernel()  # one call per batch: the loop body lives once for touch and arc_finish
+def _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,  # type: ignore[no-untyped-def]
+               nodes, n, out_a, rule, arc):
+    """P4: the batch's blocks last to first; each leaves its place (its list, or the
+    heap of idle blocks met at a list's head) for the most recent end of its list (L2),
+    or of T2 when promoted (a second use: A3 / K5); a new stamp either way."""
+    for i in range(n - 1, -1, -1):
+        nd = nodes[i]
+        if nd < 0:
+            continue
+        kind = lst[nd]
+        if kind == B1 or kind == B2:
+            if rule == RENEW_TOUCH:
+                _touch_ghost(meta, pf, gprev, gnext, nd, kind - B1)
+            continue
+        if rule == RENEW_TOUCH:
+            promote = arc and kind == T1 and ref[nd] >= 0  # a pending T1 block stays
+        else:
+            promote = out_a[i] != 0 and kind == T1
+        h = kind - T1
+        meta[CLOCK] += 1
+        if hpos[nd] == IN_LIST:
+            l_unlink(bprev, bnext, meta, h, nd)
+        elif hpos[nd] >= 0:
+            heap_remove(hts, hnode, hpos, meta, h, nd)
+        if promote:
+            lst[nd] = T2
+            meta[N1 + LIST_T1] -= 1
+            meta[N1 + LIST_T2] += 1
+            h = LIST_T2
+        ts[nd] = meta[CLOCK]
+        hpos[nd] = IN_LIST
+        l_append(bprev, bnext, meta, h, nd)
+
+
 @kernel()
 def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
     """M4, P4, L2, A3: last hash first; F4, V4: ``marks.touch_marks``."""
@@ -181,32 +224,8 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
     tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
     if meta[POLICY] == POLICY_S3FIFO or meta[POLICY] == POLICY_SIEVE:  # F4, V4: marks only
         return touch_marks(a8, meta, nodes, lst, ref, n)
-    arc = meta[POLICY] == POLICY_ARC
-    # One loop, no per-block helper call: each array passed to a compiled call costs a
-    # reference-count round trip, per block here (measured: ~20 ns/block more).
-    for i in range(n - 1, -1, -1):  # P4: last to first
-        nd = nodes[i]
-        if nd < 0:
-            continue
-        kind = lst[nd]
-        if kind == B1 or kind == B2:
-            _touch_ghost(meta, pf, gprev, gnext, nd, kind - B1)
-            continue
-        h = kind - T1
-        meta[CLOCK] += 1
-        if hpos[nd] == IN_LIST:
-            l_unlink(bprev, bnext, meta, h, nd)
-        elif hpos[nd] >= 0:
-            heap_remove(hts, hnode, hpos, meta, h, nd)
-        if arc and kind == T1 and ref[nd] >= 0:  # A3: ready T1 -> T2
-            lst[nd] = T2
-            meta[N1 + LIST_T1] -= 1
-            meta[N1 + LIST_T2] += 1
-            h = LIST_T2
-        # L2, A3: the most recent end of T2 (or of T1 for a pending T1 block)
-        ts[nd] = meta[CLOCK]
-        hpos[nd] = IN_LIST
-        l_append(bprev, bnext, meta, h, nd)
+    _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
+               nodes, n, out_a, RENEW_TOUCH, meta[POLICY] == POLICY_ARC)
     return 0
 
 
@@ -224,28 +243,37 @@ def arc_finish(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
     if meta[POLICY] != POLICY_ARC:
         return 0
     tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
+               nodes, n, out_a, RENEW_FINISH, True)
+    return 0
+
+
+@kernel()
+def arc_store_misses(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """K6 (ARC): a store's misses reported to the policy as one ``touch`` (M4, A3), last
+    to first, skipping key ``i`` when ``out_a[i]`` (set by the caller) is non-zero (the
+    request reported it before). Of a touch of absent keys only the ghosts change
+    anything (A3: ``p`` moves, the ghost becomes its list's most recent), and a ghost is
+    absent (neither ready nor pending): so this touches the batch's ghosts, and present
+    keys, which are no store misses, are left alone. Any other policy: nothing changes."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = unpack_io(io)
+    w = load(addr, n, q, lens, meta)
+    if w < 0:
+        return w
+    if meta[POLICY] != POLICY_ARC:
+        return 0
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    touched = 0
     for i in range(n - 1, -1, -1):  # P4: last to first
         nd = nodes[i]
-        if nd < 0:
+        if nd < 0 or out_a[i] != 0:
             continue
         kind = lst[nd]
-        if kind != T1 and kind != T2:  # a ghost: K5 leaves it (and p) alone
-            continue
-        h = kind - T1
-        meta[CLOCK] += 1
-        if hpos[nd] == IN_LIST:
-            l_unlink(bprev, bnext, meta, h, nd)
-        elif hpos[nd] >= 0:
-            heap_remove(hts, hnode, hpos, meta, h, nd)
-        if out_a[i] != 0 and kind == T1:  # K5: reused, a second use: T1 -> T2
-            lst[nd] = T2
-            meta[N1 + LIST_T1] -= 1
-            meta[N1 + LIST_T2] += 1
-            h = LIST_T2
-        ts[nd] = meta[CLOCK]
-        hpos[nd] = IN_LIST
-        l_append(bprev, bnext, meta, h, nd)
-    return 0
+        if kind == B1 or kind == B2:
+            _touch_ghost(meta, pf, gprev, gnext, nd, kind - B1)
+            touched += 1
+    return touched
 
 
 @kernel()

@@ -38,6 +38,7 @@ from ..manager import CPUOffloadingManager
 from . import features
 from ._log import log_enabled, log_event
 from .admission import StoreAdmission
+from .arc_requests import ArcRequests
 from .reset_fence import ResetFence
 from .stats import ManagerStats
 
@@ -100,18 +101,12 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         # order; made one ordered set and one touch when the request finishes (a copy per
         # call here costs less than merging into a set per call).
         self._seen: dict[str, list[list[bytes]]] = {}
-        # K6 is ARC's alone here: its ghosts are the only keys a store miss changes (A3);
-        # for the other policies a touch of absent keys is a no-op (M4), so they skip it.
-        self._reports_store_misses = self.core.policy == "arc"
-        # req_id -> the absent keys this request has reported to the policy (K6).
-        self._store_misses: dict[str, set[bytes]] = {}
-        # A superset of ARC's ghosts (A5: only evictions make ghosts): every key reported
-        # evicted, rebuilt from the core's ghost lists when it outgrows them. A store miss
-        # outside it is not a ghost, so its K6 touch would be a no-op (M4) and is skipped:
-        # the touch no longer probes the table for every absent key.
-        self._maybe_ghosts: set[bytes] = set()
-        # ARC (K5): req_id -> (keys the request inserted, keys it reused).
-        self._arc_access: dict[str, tuple[set[bytes], set[bytes]]] = {}
+        # K5 and K6 are ARC's alone here: its ghosts are the only keys a store miss changes
+        # (A3; for the other policies a touch of absent keys is a no-op, M4), and its
+        # end-of-request rule is the only one that tells reused keys from inserted ones.
+        self._arc = self.core.policy == "arc"
+        # ARC: per open request, the lists its calls saw (K5's flags come at its end).
+        self._arc_requests = ArcRequests()
 
     @property
     def core(self) -> CPUOffloadingManager:
@@ -123,13 +118,16 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         """Keys whose store is prepared and not completed (the live set: do not modify)."""
         return self._pending
 
-    def _record(self, req_context: Any, keys: Iterable[bytes]) -> None:
-        req_id = getattr(req_context, "req_id", None)
+    def _record(self, req_id: str | None, keys: Iterable[bytes]) -> list[bytes]:
+        """The request's keys of one call, kept for its end; a copy (the caller may reuse
+        its list)."""
+        observed = list(keys)
         if req_id is not None:
             seen = self._seen.get(req_id)
             if seen is None:
                 seen = self._seen[req_id] = []
-            seen.append(list(keys))  # a copy: the caller may reuse its list
+            seen.append(observed)
+        return observed
 
     # -- lookups ------------------------------------------------------------------------
     @implements("K1")
@@ -150,9 +148,10 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
     def prepare_load(self, keys: Collection[bytes], req_context: Any) -> Any:
         hashes = _keys(keys)
         spec = self.cache.prepare_load(hashes)
-        self._record(req_context, hashes)
-        if self._reports_store_misses:
-            self._note_reused(req_context, hashes)
+        req_id = getattr(req_context, "req_id", None)
+        observed = self._record(req_id, hashes)
+        if self._arc and req_id is not None:
+            self._arc_requests.loaded(req_id, observed)
         self.counters["prepare_load_calls"] += 1
         self.counters["prepare_load_blocks"] += len(hashes)
         if self._log:
@@ -184,16 +183,16 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
                 offered = list(filterfalse(self._pending.__contains__, hashes))
             except TypeError:  # an unhashable element: the core refuses it below (M9)
                 offered = []
-        ready: list[bytes] = []
-        if self._reports_store_misses:
-            self._report_store_misses(hashes, req_context)
-            ready = self._ready_of(hashes)
+        req_id = getattr(req_context, "req_id", None)
+        if self._arc:  # K6, before M5 (also when the store is then refused)
+            self.core.arc_store_misses(hashes, self._arc_requests.reported(req_id, hashes))
         output = self.cache.prepare_store(hashes)
-        self._record(req_context, offered)
-        if ready:
-            self._note_reused(req_context, ready)
-        if output is not None and output.block_hashes_to_store and self._reports_store_misses:
-            self._note_inserted(req_context, output.block_hashes_to_store)
+        observed = self._record(req_id, offered)
+        if self._arc and req_id is not None:
+            if output is None:  # refused: nothing changed, so the ready keys are those of now
+                self._arc_requests.refused(req_id, observed, self._ready)
+            else:  # M5.1: the keys to store are exactly the offered keys that were absent
+                self._arc_requests.stored(req_id, observed, output.block_hashes_to_store)
         if output is None:
             self.counters["prepare_store_refused"] += 1
             if self._log:
@@ -201,8 +200,6 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             return None
         to_store = output.block_hashes_to_store
         evicted = output.block_hashes_evicted
-        if evicted and self._reports_store_misses:
-            self._note_evicted(evicted)
         self.counters["store_blocks"] += len(to_store)
         self.counters["evicted_blocks"] += len(evicted)
         if to_store:
@@ -215,69 +212,6 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             store_spec=CPULoadStoreSpec(self.fence.physical(ids)),
             evicted_keys=evicted,
         )
-
-    @implements("K6")
-    def _report_store_misses(self, hashes: list[BlockHash], req_context: Any) -> None:
-        """K6: the request's new store misses (absent keys not reported by this request
-        before, input order; every absent key without a request id) go to the policy as
-        one ``touch`` before M5, also when the store is then refused. A touch of an absent
-        key is a no-op (M4) unless it is an ARC ghost, which moves ``p`` (A3)."""
-        if not all(isinstance(h, bytes) for h in hashes):
-            return  # M9: the store refuses the call below and nothing may change
-        ready, pending = self._ready, self._pending  # inline: a method call per key costs more
-        absent = [h for h in hashes if h not in ready and h not in pending]
-        req_id = getattr(req_context, "req_id", None)
-        if req_id is not None and absent:
-            reported = self._store_misses.get(req_id)
-            if reported is None:
-                reported = self._store_misses[req_id] = set()
-            absent = [h for h in absent if h not in reported]
-            reported.update(absent)
-        ghosts = self._maybe_ghosts
-        touched = [h for h in absent if h in ghosts]
-        if touched:
-            self.cache.touch(touched)
-
-    def _note_evicted(self, evicted: list[bytes]) -> None:
-        """Evicted ARC keys are ghosts now (A5); the superset is rebuilt from the core's
-        ghost lists (at most 2 × capacity keys) once it has grown to twice that."""
-        ghosts = self._maybe_ghosts
-        ghosts.update(evicted)
-        if len(ghosts) > 4 * self.core.num_blocks:
-            ghosts.clear()
-            for chain in self.core.ghost_lists():
-                ghosts.update(chain)
-
-    def _ready_of(self, hashes: list[BlockHash]) -> list[bytes]:
-        """The ready keys of a batch, read before the store changes the index (K5)."""
-        try:
-            return [h for h in hashes if h in self._ready]
-        except TypeError:  # an unhashable element: the core refuses the call (M9)
-            return []
-
-    def _access(self, req_context: Any) -> tuple[set[bytes], set[bytes]] | None:
-        req_id = getattr(req_context, "req_id", None)
-        if req_id is None:
-            return None
-        access = self._arc_access.get(req_id)
-        if access is None:
-            access = self._arc_access[req_id] = (set(), set())
-        return access
-
-    @implements("K5")
-    def _note_reused(self, req_context: Any, keys: Iterable[bytes]) -> None:
-        """K5: a key loaded, or offered while ready, and not inserted by this request
-        before, is reused (its end of request is a second use)."""
-        access = self._access(req_context)
-        if access is not None:
-            inserted, reused = access
-            reused.update(keys if not inserted else set(keys).difference(inserted))
-
-    @implements("K5")
-    def _note_inserted(self, req_context: Any, keys: Iterable[bytes]) -> None:
-        access = self._access(req_context)
-        if access is not None:
-            access[0].update(keys)
 
     @implements("N4")
     def complete_store(self, keys: Collection[bytes], req_context: Any, success: bool = True) -> None:
@@ -300,33 +234,29 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         (``_arc_finish``) instead."""
         self.counters["requests_finished"] += 1
         req_id = getattr(req_context, "req_id", None)
-        access = None
-        if self._reports_store_misses:
-            self._store_misses.pop(req_id, None)  # type: ignore[arg-type]
-            access = self._arc_access.pop(req_id, None)  # type: ignore[arg-type]
         seen = self._seen.pop(req_id, None)  # type: ignore[arg-type]
         if not seen:
+            if self._arc:
+                self._arc_requests.finish(req_id, [], False)  # forget the request
             return
-        keys = self._finish_order(seen[0] if len(seen) == 1 else list(chain.from_iterable(seen)), req_context)
+        observed = seen[0] if len(seen) == 1 else list(chain.from_iterable(seen))
+        keys = self._finish_order(observed, req_context)
+        if self._arc:
+            # ``_finish_order`` hands back its argument itself exactly when the keys are
+            # distinct and in call order already.
+            self._arc_finish(*self._arc_requests.finish(req_id, keys, keys is observed))
+            return
         if not keys:
-            return
-        if self._reports_store_misses:
-            self._arc_finish(keys, access)
             return
         self.cache.touch(keys)
         self.counters["touch_blocks"] += len(keys)
 
     @implements("K5")
-    def _arc_finish(self, keys: list[bytes], access: tuple[set[bytes], set[bytes]] | None) -> None:
+    def _arc_finish(self, keys: list[bytes], reused: bytes) -> None:
         """K5 for ARC: only the keys the request inserted or reused change, a reused one
         as a second use (T1 -> T2), an inserted-only one within its own list."""
-        inserted, reused = access if access is not None else (set(), set())
-        # ``keys`` are distinct and hold every inserted and reused key: when those are
-        # all of them (the usual case), no key needs dropping.
-        if len(inserted) + len(reused) - len(inserted & reused) != len(keys):
-            keys = [k for k in keys if k in reused or k in inserted]
         if keys:
-            self.core.arc_request_finished(keys, list(map(reused.__contains__, keys)))
+            self.core.arc_request_finished(keys, reused)
             self.counters["touch_blocks"] += len(keys)
 
     @staticmethod
@@ -403,9 +333,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         else:
             self.fence = ResetFence()
         self._seen.clear()
-        self._store_misses.clear()
-        self._maybe_ghosts.clear()  # the fresh core remembers no ghost
-        self._arc_access.clear()
+        self._arc_requests.clear()
         self.counters["resets"] += 1
         if self._log:
             log_event(side="scheduler", op="reset_cache")
