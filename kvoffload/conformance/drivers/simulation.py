@@ -1,26 +1,11 @@
-"""``kvoffload simulate``: an end-to-end simulation of E1 and E2 with injected faults.
+"""``kvoffload simulate``: E1 and E2 end to end with injected faults (README, "End-to-end
+simulation").
 
-A scheduler loop drives a manager (production, reference, or ``MODULE:FACTORY``) and a
-worker drives the CPU copy handlers on CPU tensors, with a block-size factor ``f ≥ 2``
-(H3). Requests are vLLM-style hash chains that share prefixes; each step looks a
-request up, loads its hits (the load may start inside an offloaded block, H3), touches
-it, stores what is missing (evicting under pressure, or refused), and completes some of
-the work in flight — in any order across directions, other jobs left in flight across
-steps. Faults are injected: the worker reports some store and load transfers as failed
-(without copying: a failed store's block keeps stale bytes, so a manager that made it
-ready anyway is caught), after which the scheduler completes the store with
-``success=False`` or treats the load's blocks as not loaded; and some stores are
-aborted (``complete_store(success=False)``) although their copy worked.
-
-Checks: every block loaded by a successful transfer is compared byte for byte with the
-content its hash was stored with (E1); at the end, with nothing in flight, a
-``prepare_store`` of ``capacity`` fresh hashes must succeed and evict exactly the ready
-blocks (E2 through the public API: free + ready = capacity). Every manager call also goes
-through the suite's judge (``judge.JudgedManager``: lockstep with the reference model,
-M0–M10, I1–I8; victims exactly for ``impl``/``reference``, by eligibility for
-``MODULE:FACTORY``), which reports the first clause broken. Exit 1 if a load was
-corrupt, a block leaked or the judge found a violation; the seeded command line
-reproduces the run.
+A scheduler loop drives a manager and a worker drives copy handlers on CPU tensors with a
+block-size factor (H3), over prefix-sharing hash chains; transfers fail, stores abort, and
+work completes out of order. Every load is compared byte for byte with what its hash was
+stored with (E1); at the end a refill of ``capacity`` fresh hashes must evict exactly the
+ready blocks (E2). Every manager call also goes through the judge (``JudgedManager``).
 """
 
 from __future__ import annotations
@@ -374,7 +359,7 @@ def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, 
     """
     try:
         make = manager_factory(target, policy)
-        build_handlers = None if handlers == "impl" else load_factory(handlers)
+        build_handlers = load_factory(builtin_source("handler", handlers))
     except FactoryLoadError as error:
         raise click.UsageError(str(error)) from None
     config = SimulationConfig(requests=requests, seed=seed, capacity=capacity, factor=factor,
