@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, Phase, Verbosity
 from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import get_state_machine_test as _untyped_state_machine_test
 
+from ..spec import POLICIES
 from ..spec.clauses import clause_sort_key
 from .lockstep.backend_machine import BackendMachine
 from .lockstep.machine_base import ConformanceMachine, FactoryRef, RunStats, TargetSetupError
@@ -43,7 +44,8 @@ DEFAULT_BUDGET: dict[str, tuple[int, int]] = {
     "backend": (60, 30),
     "policy": (300, 40),
 }
-POLICY_MODES = ("any", "lru", "arc", "s3fifo", "sieve")
+#: ``any`` (victims judged by eligibility, then adopted) or an exact reference policy.
+POLICY_MODES = ("any", *POLICIES)
 MACHINES: dict[str, type[ConformanceMachine]] = {
     "manager": ManagerMachine,
     "backend": BackendMachine,

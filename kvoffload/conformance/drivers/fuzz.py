@@ -22,6 +22,7 @@ import click
 import hypothesis
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
+from ...spec import POLICIES
 from ...spec.clauses import clause_sort_key
 from ..loading import FactoryLoadError, builtin_source, load_factory
 from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
@@ -36,7 +37,7 @@ KINDS = ("manager", "backend", "policy", "handler")
 ROUND_BUDGET: dict[str, tuple[int, int]] = {"manager": (25, 50), "backend": (40, 40), "policy": (25, 50)}
 
 #: The exact policy modes the built-in targets cycle through (their factories are named after them).
-POLICY_NAMES = ("lru", "arc", "s3fifo", "sieve")
+POLICY_NAMES = tuple(POLICIES)
 
 
 @attrs.frozen

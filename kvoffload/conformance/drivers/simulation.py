@@ -21,7 +21,7 @@ import click
 
 from ..judge import JudgedManager, Verdict
 from ..reports.result import CallLog
-from ...spec import CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
+from ...spec import POLICIES, CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
 from ...spec.clauses import implements
 from ..loading import FactoryLoadError, builtin_source, load_factory
 
@@ -159,9 +159,7 @@ def run_simulation(
     target = JudgedManager(manager, config.capacity, config.judge_policy, CallLog.naming("m", ()).name)
     import torch
 
-    from kvoffload.impl.copy import build_cpu_handlers
-
-    build = build_cpu_handlers if build_handlers is None else build_handlers
+    build = build_handlers or load_factory(builtin_source("handler", "impl"))
     rng = random.Random(config.seed)
     f, cap = config.factor, config.capacity
     report = SimulationReport()
@@ -343,7 +341,7 @@ def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManag
 @click.option("--manager", "target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
 @click.option("--handlers", default="impl", show_default=True,
               help="impl, or MODULE:FACTORY with build_cpu_handlers's signature returning (store, load).")
-@click.option("--policy", type=click.Choice(["lru", "arc", "s3fifo", "sieve"]), default="lru", show_default=True,
+@click.option("--policy", type=click.Choice(list(POLICIES)), default="lru", show_default=True,
               help="impl/reference: the policy built and judged exactly; MODULE:FACTORY: victims judged by "
                    "eligibility only.")
 @click.option("--requests", type=click.IntRange(min=1), default=400, show_default=True)

@@ -26,7 +26,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ...spec import POLICIES, BlockStatus, make_reference_policy
 from .adopting import AdoptingPolicy
-from ..judge import invoke, judge_evict, judge_gets, judge_ref_counts, judge_refusal, policy_call
+from ..judge import EXACT_VICTIM_CLAUSE, invoke, judge_evict, judge_gets, judge_ref_counts, judge_refusal, policy_call
 from .machine_base import ConformanceMachine
 from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
 
@@ -37,13 +37,13 @@ __all__ = ["PolicyMachine"]
 #: (hypothesis draws the ends of the tuple more often than the middle.)
 CAPACITIES = (3, 2, 4, 3, 1, 2, 3, 4, 5, 6, 8, 16, 3, 4)
 
-#: Per exact mode: the clauses of insert, touch, remove and eviction order (the clauses a
-#: wrong victim points at live in the judge: ``victim_blame``).
+#: Per exact mode: the clauses of insert, touch and remove (the eviction order's, and those
+#: a wrong victim points at, live in the judge: ``EXACT_VICTIM_CLAUSE``, ``victim_blame``).
 CLAUSES: dict[str, dict[str, str]] = {
-    "lru": {"insert": "L1", "touch": "L2", "remove": "P3", "evict": "L3"},
-    "arc": {"insert": "A1", "touch": "A3", "remove": "A6", "evict": "A4"},
-    "s3fifo": {"insert": "F2", "touch": "F4", "remove": "F7", "evict": "F5"},
-    "sieve": {"insert": "V2", "touch": "V4", "remove": "V6", "evict": "V5"},
+    "lru": {"insert": "L1", "touch": "L2", "remove": "P3"},
+    "arc": {"insert": "A1", "touch": "A3", "remove": "A6"},
+    "s3fifo": {"insert": "F2", "touch": "F4", "remove": "F7"},
+    "sieve": {"insert": "V2", "touch": "V4", "remove": "V6"},
 }
 
 
@@ -360,7 +360,7 @@ class PolicyMachine(ConformanceMachine):
                                 self.log.name, var))
         victims = [] if value is None else [h for h, _ in value]
         if exact:  # the order clause (and ARC's ghost trimming, A5) was checked by this comparison
-            self.exercised(CLAUSES[self.policy_mode]["evict"], *(("A5",) if self.policy_mode == "arc" else ()))
+            self.exercised(EXACT_VICTIM_CLAUSE[self.policy_mode], *(("A5",) if self.policy_mode == "arc" else ()))
         elif value is not None:
             self.model.next_victims = list(victims)
             self.model.evict(n, set(protected))
