@@ -36,10 +36,13 @@ from typing import Any
 
 import attrs
 import click
+from hypothesis import assume, given
+from hypothesis import seed as hyp_seed
+from hypothesis import strategies as st
 
-from kvoffload.spec.types import CPULoadStoreSpec, LoadStoreSpec
-
+from ...spec.types import CPULoadStoreSpec, GPULoadStoreSpec, LoadStoreSpec
 from ..loading import load_factory
+from ..runner import conformance_settings
 
 __all__ = ["HandlerViolation", "HandlerConformanceResult", "check_handler", "handler", "LAYOUTS"]
 
@@ -99,7 +102,6 @@ class _ForeignSpec(LoadStoreSpec):
 def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[str, Any]:
     """Small random KV tensors of ``layout`` filled with random bits (NaNs included)."""
     import torch
-    from hypothesis import strategies as st
 
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1), label="fill seed"))
     if layout == "page":
@@ -126,10 +128,6 @@ def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[s
 
 def _bad_specs(model: Any, draw: Any) -> None:
     """Offer one bad job to one handler; it must be refused with nothing moved (H1)."""
-    from hypothesis import strategies as st
-
-    from kvoffload.spec.types import GPULoadStoreSpec
-
     f, n_gpu, n_off, off, gpu_spec = model.f, model.num_gpu, model.num_blocks, model.offloaded_spec, GPULoadStoreSpec
     gpu = list(range(f))
     # Built only when drawn: a medium's spec may refuse bad ids at construction.
@@ -191,10 +189,8 @@ def _scenario(
     offloaded_spec: Callable[[Sequence[int]], LoadStoreSpec],
 ) -> None:
     import torch
-    from hypothesis import assume
-    from hypothesis import strategies as st
 
-    from ...spec.handler_model import HandlerModel
+    from ...spec.handler_model import HandlerModel, HandlerViolationError
 
     layout = draw(st.sampled_from(list(layouts)), label="layout")
     f = draw(st.sampled_from(list(factors)), label="block_size_factor")
@@ -209,8 +205,6 @@ def _scenario(
         assume(False)
         return
     except Exception as error:
-        from ...spec.handler_model import HandlerViolationError
-
         raise HandlerViolationError("S3", f"the factory raised {error!r} on valid arguments", steps) from error
     model = HandlerModel(tensors, layout, f, num_off, store, load, offloaded_spec, steps)
     per_job = max(1, num_gpu // f - 1)
@@ -292,17 +286,10 @@ def _scenario(
             model.submit_load(cpu_ids, gpu_ids)
             load.wait({model.next_id})
             model.poll(load, "load")
-        except Exception as error:
-            from ...spec.handler_model import HandlerViolationError
-
-            if (
-                isinstance(error, HandlerViolationError)
-                and error.clause == "E1"
-                and set(cpu_ids) & model.refused_cpu_targets
-            ):
-                raise HandlerViolationError(
-                    "H1", f"{error.message}; a refused job may have written offloaded blocks", error.steps
-                ) from error
+        except HandlerViolationError as error:
+            if error.clause == "E1" and set(cpu_ids) & model.refused_cpu_targets:
+                raise HandlerViolationError("H1", f"{error.message}; a refused job may have written offloaded "
+                                            "blocks", error.steps) from error
             raise
         if model.in_flight:
             model.poll(load, "load")
@@ -325,12 +312,7 @@ def check_handler(
     ``shrink=False`` reports the first failing scenario as found (faster, longer
     reproduction); by default hypothesis shrinks it to a minimal one first.
     """
-    from hypothesis import given
-    from hypothesis import seed as hyp_seed
-    from hypothesis import strategies as st
-
     from ...spec.handler_model import HandlerViolationError
-    from ..runner import conformance_settings
 
     unknown = [layout for layout in layouts if layout not in LAYOUTS]
     if unknown:
