@@ -149,13 +149,9 @@ def run_simulation(
     config: SimulationConfig = SimulationConfig(),
     build_handlers: Callable[..., tuple[Any, Any]] | None = None,
 ) -> SimulationReport:
-    """Drive ``manager`` (``config.capacity`` blocks) and copy handlers; report E1/E2,
-    and the judge's first verdict on the manager's calls (lockstep with the model:
-    ``JudgedManager``; victims compared as ``config.judge_policy`` says).
-
-    ``build_handlers`` has ``build_cpu_handlers``'s signature (``kv_caches, layout,
-    gpu_block_size, block_size_factor, num_cpu_blocks``) and returns ``(store, load)``
-    ``OffloadingHandler``s (H1–H4); by default ours."""
+    """Drive ``manager`` (``config.capacity`` blocks) and copy handlers; report E1/E2 and
+    the judge's first verdict (victims compared as ``config.judge_policy`` says).
+    ``build_handlers`` has ``build_cpu_handlers``'s signature (ours by default)."""
     target = JudgedManager(manager, config.capacity, config.judge_policy, CallLog.naming("m", ()).name)
     import torch
 

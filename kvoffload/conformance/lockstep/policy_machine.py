@@ -1,18 +1,12 @@
 """State machine for a ``CachePolicy`` (P1–P6; L1–L3, A1–A6, F1–F7 or V1–V6 exactly).
 
 The machine owns the blocks and sets their ``ref_cnt`` to -1, 0 or k; the policy must
-never change them (P6). With ``policy="lru"``/``"arc"``/``"s3fifo"``/``"sieve"`` victims
-are compared in order with the reference policy; with ``"any"`` they are checked against
-P5 and adopted.
-
-The target is only observed through its answers (``get``, victims), but the machine
-knows the model's state and steers towards the states where subtle order bugs show:
-stores into a full cache (evictions), touches of pending blocks (L2, A3), touches of
-ARC ghosts (``p`` moves, by fractions when |B2|/|B1| is not whole: A3, A4), and ghost
-lists long enough to be trimmed (A5). The ``ladder`` rule aims at shapes of state, not at
-known bugs: ghost lists filled in drawn proportions, a ghost hit moving ``p`` either way,
-then a drain one victim at a time that passes every |T1| while T2 is not empty (A4).
-``.ci/planted_policy_seeds.py`` checks that the planted policy bugs are caught at seeds 0-9.
+never change them (P6). With an exact ``policy`` victims are compared in order with the
+reference policy; with ``"any"`` they are checked against P5 and adopted. The target is
+observed only through its answers, but the machine knows the model's state and steers
+towards where order bugs show (full caches, pending and ghost touches, trimmed ghost
+lists: ``cycle``, ``ladder``, ``touch_ghost``). ``.ci/planted_policy_seeds.py`` checks
+that the planted policy bugs are caught at seeds 0-9.
 """
 
 from __future__ import annotations
@@ -251,10 +245,9 @@ class PolicyMachine(ConformanceMachine):
         show floor(p) (A4) and the ghosts' trimming (A5).
 
         An aimed ARC round (drawn) promotes all but floor(p) of T1 (at least 1, at most
-        capacity - 1, so that T2 is not empty), as the model
-        says, then drains: the drain switches from T1 to T2 exactly where
-        ``t1 < floor(p)``, so an implementation whose p or whose comparison differs
-        (A3, A4, A5) picks another victim there."""
+        capacity - 1, so that T2 is not empty), as the model says, then drains: the drain
+        switches from T1 to T2 exactly where ``t1 < floor(p)``, so an implementation whose
+        p or whose comparison differs (A3, A4, A5) picks another victim there."""
         aim = self.policy_mode == "arc" and data.draw(st.booleans(), label="aim")
         self._fill(data, ready=aim)
         present = self.present()
