@@ -18,7 +18,6 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import get_state_machine_test as _untyped_state_machine_test
 
 from ..spec import POLICIES
-from ..spec.clauses import clause_sort_key
 from .lockstep.backend_machine import BackendMachine
 from .lockstep.machine_base import ConformanceMachine, FactoryRef, RunStats, TargetSetupError
 from .lockstep.manager_machine import ManagerMachine
@@ -213,10 +212,7 @@ def run_conformance(
         record_failure(result, error, "the suite stopped on an unexpected error: ", full_traceback=False)
     finally:
         stats.done()
-    result.seconds = time.perf_counter() - started
-    result.steps = stats.steps
-    result.examples = stats.examples
-    result.clauses_exercised = tuple(sorted(stats.clauses, key=clause_sort_key))
+    stats.record(result, time.perf_counter() - started)
     if kind == "manager" and "I4" not in stats.clauses:
         stats.skipped.add("I4 (the target's specs have no block_ids: aliasing cannot be checked)")
     result.clauses_skipped = tuple(sorted(stats.skipped))

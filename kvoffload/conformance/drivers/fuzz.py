@@ -23,7 +23,6 @@ import hypothesis
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from ...spec import POLICIES
-from ...spec.clauses import clause_sort_key
 from ..loading import FactoryLoadError, builtin_source, load_factory
 from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
 from ..reports.result import ConformanceResult
@@ -150,16 +149,14 @@ def fuzz_machines(
         outcome.rounds = index
         outcome.seconds = time.perf_counter() - started
         outcome.steps, outcome.examples = stats.steps, stats.examples
-        outcome.clauses = tuple(sorted(stats.clauses, key=clause_sort_key))
+        outcome.clauses = stats.exercised()
         _progress(
             f"fuzz {kind}: round {index} {fuzz_round.label()}: {stats.steps} steps, {stats.examples} examples, "
             f"{outcome.seconds:.0f}/{seconds:.0f} s, {len(stats.clauses)} clauses exercised",
             progress,
         )
         if outcome.result is not None:
-            outcome.result.steps, outcome.result.examples = stats.steps, stats.examples
-            outcome.result.seconds = outcome.seconds
-            outcome.result.clauses_exercised = outcome.clauses
+            stats.record(outcome.result, outcome.seconds)
             break
     if progress is not None:
         progress.write("\n")
