@@ -99,14 +99,9 @@ conform.help = (conform.help or "") + "\n\nDefault budgets (examples x steps): "
 )
 
 
-def _attach_handler_command() -> None:
-    """``conform handler``: the copy-handler properties (H1–H3, E1); needs torch."""
+try:  # ``conform handler``: the copy-handler properties (H1–H3, E1); needs torch
     from .lockstep.handler import handler
 
     conform.add_command(handler)
-
-
-try:
-    _attach_handler_command()
 except ImportError:  # no torch: `conform handler` is simply not offered
     pass

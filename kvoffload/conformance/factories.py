@@ -26,6 +26,13 @@ __all__ = [
     "reference_sieve_policy",
 ]
 
+# The backend and the policies take the suite's keywords already (num_blocks=, cache_capacity=).
+reference_backend = ReferenceCPUBackend
+reference_lru_policy = ReferenceLRUPolicy
+reference_arc_policy = ReferenceARCPolicy
+reference_s3fifo_policy = ReferenceS3FIFOPolicy
+reference_sieve_policy = ReferenceSIEVEPolicy
+
 
 def reference_lru_manager(num_blocks: int, enable_events: bool = False) -> ReferenceManager:
     return ReferenceManager(num_blocks, policy="lru", enable_events=enable_events)
@@ -35,29 +42,9 @@ def reference_arc_manager(num_blocks: int, enable_events: bool = False) -> Refer
     return ReferenceManager(num_blocks, policy="arc", enable_events=enable_events)
 
 
-def reference_backend(num_blocks: int) -> ReferenceCPUBackend:
-    return ReferenceCPUBackend(num_blocks)
-
-
-def reference_lru_policy(cache_capacity: int) -> ReferenceLRUPolicy:
-    return ReferenceLRUPolicy(cache_capacity)
-
-
-def reference_arc_policy(cache_capacity: int) -> ReferenceARCPolicy:
-    return ReferenceARCPolicy(cache_capacity)
-
-
 def reference_s3fifo_manager(num_blocks: int, enable_events: bool = False) -> ReferenceManager:
     return ReferenceManager(num_blocks, policy="s3fifo", enable_events=enable_events)
 
 
 def reference_sieve_manager(num_blocks: int, enable_events: bool = False) -> ReferenceManager:
     return ReferenceManager(num_blocks, policy="sieve", enable_events=enable_events)
-
-
-def reference_s3fifo_policy(cache_capacity: int) -> ReferenceS3FIFOPolicy:
-    return ReferenceS3FIFOPolicy(cache_capacity)
-
-
-def reference_sieve_policy(cache_capacity: int) -> ReferenceSIEVEPolicy:
-    return ReferenceSIEVEPolicy(cache_capacity)

@@ -21,7 +21,7 @@ import attrs
 from ..spec import BlockStatus, ContractViolation, ReferenceManager
 from ..spec.types import PrepareStoreOutput
 from .lockstep.adopting import AdoptingPolicy
-from .lockstep.strategies import ONE_SHOT_KINDS, OneShot
+from .lockstep.strategies import ONE_SHOT_KINDS, OneShot, listed
 
 __all__ = [
     "EXACT_VICTIM_CLAUSE", "EventView", "JudgedManager", "ManagerJudge", "Outcome", "Step", "Verdict", "confusable",
@@ -67,10 +67,6 @@ def invoke(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Outcome:
         return function(*args, **kwargs), None
     except Exception as error:  # the target may raise anything; judged by the caller
         return None, error
-
-
-def listed(name: Name, hashes: Iterable[object]) -> str:
-    return "[" + ", ".join(map(name, hashes)) + "]"
 
 
 def judge_refusal(outcome: Outcome, clause: str, what: str) -> Verdict | None:
@@ -200,24 +196,18 @@ class _TouchingManager(ReferenceManager):
     def _touched(self, method: str, block_hashes: Any, **keywords: Any) -> Any:
         hashes = list(block_hashes)
         result = getattr(super(), method)(hashes, **keywords)
-        if keywords.get("success", True):
+        if self.touching == method and keywords.get("success", True):
             self.policy.touch(hashes)
         return result
 
     def prepare_load(self, block_hashes: Any) -> Any:
-        if self.touching == "prepare_load":
-            return self._touched("prepare_load", block_hashes)
-        return super().prepare_load(block_hashes)
+        return self._touched("prepare_load", block_hashes)
 
     def complete_load(self, block_hashes: Any) -> None:
-        if self.touching == "complete_load":
-            return self._touched("complete_load", block_hashes)  # type: ignore[no-any-return]
-        return super().complete_load(block_hashes)
+        self._touched("complete_load", block_hashes)
 
     def complete_store(self, block_hashes: Any, success: bool = True) -> None:
-        if self.touching == "complete_store":
-            return self._touched("complete_store", block_hashes, success=success)  # type: ignore[no-any-return]
-        return super().complete_store(block_hashes, success)
+        self._touched("complete_store", block_hashes, success=success)
 
 
 class ManagerJudge:
@@ -587,23 +577,25 @@ def judge_evict(policy: str, n: int, protected: Set[bytes], got: Any, expected: 
                        f"(None if {var} is None else [(h, blk.block_id) for h, blk in {var}]) == {rendered}")
     for index, (h, block) in enumerate(got or ()):
         if block is not blocks.get(h):
-            return Verdict(("P5", "P1"), f"evict returned {name(h)} with a block other than the one inserted",
-                           f"{var}[{index}][1] is blk{blocks[h].block_id}")
+            return _other_block(name(h), f"{var}[{index}][1] is blk{blocks[h].block_id}")
     return None
+
+
+def _other_block(label: str, check: str) -> Verdict:
+    return Verdict(("P5", "P1"), f"evict returned {label} with a block other than the one inserted", check)
 
 
 def _judge_any_victims(n: int, got: Any, blocks: Mapping[bytes, BlockStatus], protected: Set[bytes], name: Name,
                        var: str) -> Verdict | None:
     """P5: ``n`` distinct present, ready, idle, unprotected victims, or ``None`` only when
     fewer are eligible (I6)."""
+    eligible_count = sum(1 for h, b in blocks.items() if b.ref_cnt == 0 and h not in protected)
     if got is None:
-        eligible = [h for h, b in blocks.items() if b.ref_cnt == 0 and h not in protected]
-        if len(eligible) >= n:
-            return Verdict(("P5", "I6"), f"evict({n}, ...) returned None, but {len(eligible)} blocks are ready, "
+        if eligible_count >= n:
+            return Verdict(("P5", "I6"), f"evict({n}, ...) returned None, but {eligible_count} blocks are ready, "
                            "idle and unprotected", f"{var} is not None")
         return None
     pairs = list(got)
-    eligible_count = sum(1 for h, b in blocks.items() if b.ref_cnt == 0 and h not in protected)
     if len(pairs) != n and eligible_count < n:  # the check holds on a fixed policy too
         return Verdict(("P5",), f"evict({n}, ...) returned {len(pairs)} victims, but only {eligible_count} "
                        "blocks are eligible: P5 wants None and no change", f"{var} is None")
@@ -620,8 +612,7 @@ def _judge_any_victims(n: int, got: Any, blocks: Mapping[bytes, BlockStatus], pr
         if h in protected:
             return Verdict(("P5",), f"evict returned the protected hash {name(h)}", f"{var} is None or {var}[{index}][0] != {name(h)}")
         if block is not entry:
-            return Verdict(("P5", "P1"), f"evict returned {name(h)} with a block other than the one inserted",
-                           f"{var} is None or {var}[{index}][1] is blk{entry.block_id}")
+            return _other_block(name(h), f"{var} is None or {var}[{index}][1] is blk{entry.block_id}")
         seen.add(h)
     return None
 

@@ -16,8 +16,11 @@ class FactoryLoadError(Exception):
 
 
 def builtin_source(kind: str, target: str, policy: str = "lru") -> str:
-    """The ``MODULE:FACTORY`` of our own ``kind`` (manager, backend, policy) for ``policy``:
-    ``impl`` the production one, ``reference`` the model's; any other target as given."""
+    """The ``MODULE:FACTORY`` of our own ``kind`` (manager, backend, policy; handler: ``impl``
+    only) for ``policy``: ``impl`` the production one, ``reference`` the model's; any
+    other target as given."""
+    if kind == "handler":
+        return "kvoffload.impl.copy:build_cpu_handlers" if target == "impl" else target
     name = kind if kind == "backend" else f"{policy}_{kind}"
     if target == "impl":
         return f"kvoffload.impl.factories:{name}"

@@ -40,7 +40,7 @@ class _Conformance:
     interface = "auto"
 
     def _factory(self, **arguments: Any) -> Any:
-        raise NotImplementedError
+        return getattr(self, f"make_{self.kind}")(**arguments)
 
     def _source(self) -> str:
         """How a reproduction builds the target: the test class's own maker method
@@ -69,9 +69,6 @@ class ManagerConformance(_Conformance):
     def make_manager(self, num_blocks: int, enable_events: bool) -> Any:
         raise NotImplementedError("override make_manager(num_blocks, enable_events)")
 
-    def _factory(self, **arguments: Any) -> Any:
-        return self.make_manager(**arguments)
-
 
 class BackendConformance(_Conformance):
     """Override ``make_backend(self, num_blocks)``."""
@@ -81,9 +78,6 @@ class BackendConformance(_Conformance):
     def make_backend(self, num_blocks: int) -> Any:
         raise NotImplementedError("override make_backend(num_blocks)")
 
-    def _factory(self, **arguments: Any) -> Any:
-        return self.make_backend(**arguments)
-
 
 class PolicyConformance(_Conformance):
     """Override ``make_policy(self, cache_capacity)``."""
@@ -92,6 +86,3 @@ class PolicyConformance(_Conformance):
 
     def make_policy(self, cache_capacity: int) -> Any:
         raise NotImplementedError("override make_policy(cache_capacity)")
-
-    def _factory(self, **arguments: Any) -> Any:
-        return self.make_policy(**arguments)

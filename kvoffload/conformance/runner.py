@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, Verbosity
 from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import get_state_machine_test as _untyped_state_machine_test
 
-from ..spec.clauses import clause_sort_key
+from ..spec import POLICIES
 from .lockstep.backend_machine import BackendMachine
 from .lockstep.machine_base import ConformanceMachine, FactoryRef, RunStats, TargetSetupError
 from .lockstep.manager_machine import ManagerMachine
@@ -43,7 +43,8 @@ DEFAULT_BUDGET: dict[str, tuple[int, int]] = {
     "backend": (60, 30),
     "policy": (300, 40),
 }
-POLICY_MODES = ("any", "lru", "arc", "s3fifo", "sieve")
+#: ``any`` (victims judged by eligibility, then adopted) or an exact reference policy.
+POLICY_MODES = ("any", *POLICIES)
 MACHINES: dict[str, type[ConformanceMachine]] = {
     "manager": ManagerMachine,
     "backend": BackendMachine,
@@ -211,10 +212,7 @@ def run_conformance(
         record_failure(result, error, "the suite stopped on an unexpected error: ", full_traceback=False)
     finally:
         stats.done()
-    result.seconds = time.perf_counter() - started
-    result.steps = stats.steps
-    result.examples = stats.examples
-    result.clauses_exercised = tuple(sorted(stats.clauses, key=clause_sort_key))
+    stats.record(result, time.perf_counter() - started)
     if kind == "manager" and "I4" not in stats.clauses:
         stats.skipped.add("I4 (the target's specs have no block_ids: aliasing cannot be checked)")
     result.clauses_skipped = tuple(sorted(stats.skipped))

@@ -13,7 +13,8 @@ Where each clause lives (exactly: each implementing class or function carries
 - P1–P6, L1–L3: ``lru``; A1–A6: ``arc``; F1–F7: ``s3fifo``; V1–V6: ``sieve``
 - S1–S4: ``offloading_spec``
 - T1–T6 (further tiers, sharing, leases): ``tiers``
-- C1–C6 (caller protocol), H1–H4 (copy handlers): ``interfaces``;
+- C1–C6 (caller protocol), H1–H4 (copy handlers): ``interfaces``; the expected state of
+  copy handlers (H1–H3, E1; needs torch, so not imported here): ``handler_model``;
   E1, E2 (end to end) are properties of a manager and handlers together, checked by the
   conformance suite and the tests.
 """

@@ -11,6 +11,7 @@ reader, a record that fails T1.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 
@@ -20,7 +21,13 @@ from .hashes import describe_hash, read_hashes
 from .manager import ReferenceManager
 from .types import BlockHash, PrepareStoreOutput
 
-__all__ = ["ReferenceTier", "ReferenceSharedTier"]
+__all__ = ["ReferenceTier", "ReferenceSharedTier", "payload_of"]
+
+
+def payload_of(block_hash: bytes, size: int) -> bytes:
+    """The bytes a check stores under ``block_hash``: a pure function of it (E1 checks against this)."""
+    seed = hashlib.blake2b(block_hash, digest_size=32).digest()
+    return (seed * (size // 32 + 1))[:size]
 
 
 @implements("T3")

@@ -1,30 +1,11 @@
-"""``kvoffload fuzz {manager|backend|policy|handler}``: time-boxed stateful fuzzing.
+"""``kvoffload fuzz {manager|backend|policy|handler}``: time-boxed stateful fuzzing
+(README, "Fuzzing").
 
-The conformance suite's machines (lockstep with the reference model) run round after
-round under *exploring* hypothesis settings until the time budget is spent: no fixed
-seed (unless ``--seed``), no deadline, and an example database (``.kvoffload-fuzz-db``
-or ``--database DIR``) so that a failure found once is replayed first on the next run.
-``conform`` is the reproducible gate; ``fuzz`` is the search that feeds it.
-
-``--seed N`` makes the rounds reproducible; hypothesis then neither replays nor saves
-examples (a seeded test bypasses the database), so leave it off when hunting.
-
-Targets: ``impl`` (default; our production components), ``reference`` (the model
-itself, a self-check) or ``MODULE:FACTORY`` (a third party's, called as ``conform``
-calls it). For ``--target impl`` the manager rounds cycle through LRU, ARC, S3-FIFO and
-SIEVE in exact mode (victims compared with the reference policy), each in default and
-strict mode; the policy rounds cycle the same four; ``--policy`` and ``--strict`` pin a mode.
-``handler`` runs ``check_handler`` (H1–H3, E1) with fresh random seeds until time is up.
-
-Exit status: 0 the budget ran out and nothing was found; 1 a violation (or an
-unexpected error) was found and its shrunk reproduction printed; 2 bad arguments, or a
-factory that cannot be loaded or built.
-
-**A failure found by fuzzing becomes a regression test.** The example database is a
-local cache: it does not survive a fresh clone or a CI runner, so it is no record. When
-``fuzz`` reports a violation, paste the printed reproduction (a self-contained script)
-into a test under ``tests/`` (e.g. ``tests/test_regressions.py``, one function per
-finding, named after the clause), fix the code, and keep the test.
+The suite's machines run round after round under *exploring* hypothesis settings (no
+fixed seed unless ``--seed``, an example database that replays old failures first) until
+the budget is spent; ``conform`` is the reproducible gate, ``fuzz`` the search that feeds
+it. The database does not survive a fresh clone: a reproduction it prints becomes a
+regression test under ``tests/``.
 """
 
 from __future__ import annotations
@@ -32,7 +13,7 @@ from __future__ import annotations
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +22,7 @@ import click
 import hypothesis
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from ...spec.clauses import clause_sort_key
+from ...spec import POLICIES
 from ..loading import FactoryLoadError, builtin_source, load_factory
 from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
 from ..reports.result import ConformanceResult
@@ -55,7 +36,7 @@ KINDS = ("manager", "backend", "policy", "handler")
 ROUND_BUDGET: dict[str, tuple[int, int]] = {"manager": (25, 50), "backend": (40, 40), "policy": (25, 50)}
 
 #: The exact policy modes the built-in targets cycle through (their factories are named after them).
-POLICY_NAMES = ("lru", "arc", "s3fifo", "sieve")
+POLICY_NAMES = tuple(POLICIES)
 
 
 @attrs.frozen
@@ -168,16 +149,14 @@ def fuzz_machines(
         outcome.rounds = index
         outcome.seconds = time.perf_counter() - started
         outcome.steps, outcome.examples = stats.steps, stats.examples
-        outcome.clauses = tuple(sorted(stats.clauses, key=clause_sort_key))
+        outcome.clauses = stats.exercised()
         _progress(
             f"fuzz {kind}: round {index} {fuzz_round.label()}: {stats.steps} steps, {stats.examples} examples, "
             f"{outcome.seconds:.0f}/{seconds:.0f} s, {len(stats.clauses)} clauses exercised",
             progress,
         )
         if outcome.result is not None:
-            outcome.result.steps, outcome.result.examples = stats.steps, stats.examples
-            outcome.result.seconds = outcome.seconds
-            outcome.result.clauses_exercised = outcome.clauses
+            stats.record(outcome.result, outcome.seconds)
             break
     if progress is not None:
         progress.write("\n")
@@ -220,25 +199,21 @@ def fuzz_handler(
 
 
 def _handler_factory(target: str) -> tuple[Callable[..., Any], str]:
-    if target == "impl":
-        from kvoffload.impl.copy import build_cpu_handlers
-
-        return build_cpu_handlers, "kvoffload.impl.copy:build_cpu_handlers"
     if target == "reference":
         raise click.UsageError("there is no reference copy handler; use --target impl or MODULE:FACTORY")
+    source = builtin_source("handler", target)
     try:
-        return load_factory(target), target
+        return load_factory(source), source
     except FactoryLoadError as error:
         raise click.UsageError(str(error)) from None
 
 
-def _database(path: str) -> Iterator[ExampleDatabase]:
-    directory = Path(path)
+def _database(path: str) -> ExampleDatabase:
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        Path(path).mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise click.UsageError(f"--database {path}: {error}") from None
-    yield DirectoryBasedExampleDatabase(str(directory))
+    return DirectoryBasedExampleDatabase(path)
 
 
 @click.command(name="fuzz", context_settings={"help_option_names": ["-h", "--help"]})
@@ -273,8 +248,8 @@ def fuzz(kind: str, target: str, policy: str | None, strict: bool, minutes: floa
             if kind == "backend" and policy not in (None, "any"):
                 raise click.UsageError("--policy does not apply to backend")
             rounds = plan_rounds(kind, target, policy, strict)
-            db = next(_database(database))
-            outcome = fuzz_machines(kind, rounds, seconds=seconds, database=db, seed=seed, progress=progress)
+            outcome = fuzz_machines(kind, rounds, seconds=seconds, database=_database(database), seed=seed,
+                                    progress=progress)
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None

@@ -1,26 +1,11 @@
-"""``kvoffload simulate``: an end-to-end simulation of E1 and E2 with injected faults.
+"""``kvoffload simulate``: E1 and E2 end to end with injected faults (README, "End-to-end
+simulation").
 
-A scheduler loop drives a manager (production, reference, or ``MODULE:FACTORY``) and a
-worker drives the CPU copy handlers on CPU tensors, with a block-size factor ``f ≥ 2``
-(H3). Requests are vLLM-style hash chains that share prefixes; each step looks a
-request up, loads its hits (the load may start inside an offloaded block, H3), touches
-it, stores what is missing (evicting under pressure, or refused), and completes some of
-the work in flight — in any order across directions, other jobs left in flight across
-steps. Faults are injected: the worker reports some store and load transfers as failed
-(without copying: a failed store's block keeps stale bytes, so a manager that made it
-ready anyway is caught), after which the scheduler completes the store with
-``success=False`` or treats the load's blocks as not loaded; and some stores are
-aborted (``complete_store(success=False)``) although their copy worked.
-
-Checks: every block loaded by a successful transfer is compared byte for byte with the
-content its hash was stored with (E1); at the end, with nothing in flight, a
-``prepare_store`` of ``capacity`` fresh hashes must succeed and evict exactly the ready
-blocks (E2 through the public API: free + ready = capacity). Every manager call also goes
-through the suite's judge (``judge.JudgedManager``: lockstep with the reference model,
-M0–M10, I1–I8; victims exactly for ``impl``/``reference``, by eligibility for
-``MODULE:FACTORY``), which reports the first clause broken. Exit 1 if a load was
-corrupt, a block leaked or the judge found a violation; the seeded command line
-reproduces the run.
+A scheduler loop drives a manager and a worker drives copy handlers on CPU tensors with a
+block-size factor (H3), over prefix-sharing hash chains; transfers fail, stores abort, and
+work completes out of order. Every load is compared byte for byte with what its hash was
+stored with (E1); at the end a refill of ``capacity`` fresh hashes must evict exactly the
+ready blocks (E2). Every manager call also goes through the judge (``JudgedManager``).
 """
 
 from __future__ import annotations
@@ -36,7 +21,7 @@ import click
 
 from ..judge import JudgedManager, Verdict
 from ..reports.result import CallLog
-from ...spec import CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
+from ...spec import POLICIES, CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
 from ...spec.clauses import implements
 from ..loading import FactoryLoadError, builtin_source, load_factory
 
@@ -164,19 +149,13 @@ def run_simulation(
     config: SimulationConfig = SimulationConfig(),
     build_handlers: Callable[..., tuple[Any, Any]] | None = None,
 ) -> SimulationReport:
-    """Drive ``manager`` (``config.capacity`` blocks) and copy handlers; report E1/E2,
-    and the judge's first verdict on the manager's calls (lockstep with the model:
-    ``JudgedManager``; victims compared as ``config.judge_policy`` says).
-
-    ``build_handlers`` has ``build_cpu_handlers``'s signature (``kv_caches, layout,
-    gpu_block_size, block_size_factor, num_cpu_blocks``) and returns ``(store, load)``
-    ``OffloadingHandler``s (H1–H4); by default ours."""
+    """Drive ``manager`` (``config.capacity`` blocks) and copy handlers; report E1/E2 and
+    the judge's first verdict (victims compared as ``config.judge_policy`` says).
+    ``build_handlers`` has ``build_cpu_handlers``'s signature (ours by default)."""
     target = JudgedManager(manager, config.capacity, config.judge_policy, CallLog.naming("m", ()).name)
     import torch
 
-    from kvoffload.impl.copy import build_cpu_handlers
-
-    build = build_cpu_handlers if build_handlers is None else build_handlers
+    build = build_handlers or load_factory(builtin_source("handler", "impl"))
     rng = random.Random(config.seed)
     f, cap = config.factor, config.capacity
     report = SimulationReport()
@@ -358,7 +337,7 @@ def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManag
 @click.option("--manager", "target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
 @click.option("--handlers", default="impl", show_default=True,
               help="impl, or MODULE:FACTORY with build_cpu_handlers's signature returning (store, load).")
-@click.option("--policy", type=click.Choice(["lru", "arc", "s3fifo", "sieve"]), default="lru", show_default=True,
+@click.option("--policy", type=click.Choice(list(POLICIES)), default="lru", show_default=True,
               help="impl/reference: the policy built and judged exactly; MODULE:FACTORY: victims judged by "
                    "eligibility only.")
 @click.option("--requests", type=click.IntRange(min=1), default=400, show_default=True)
@@ -374,7 +353,7 @@ def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, 
     """
     try:
         make = manager_factory(target, policy)
-        build_handlers = None if handlers == "impl" else load_factory(handlers)
+        build_handlers = load_factory(builtin_source("handler", handlers))
     except FactoryLoadError as error:
         raise click.UsageError(str(error)) from None
     config = SimulationConfig(requests=requests, seed=seed, capacity=capacity, factor=factor,

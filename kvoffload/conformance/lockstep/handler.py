@@ -36,10 +36,13 @@ from typing import Any
 
 import attrs
 import click
+from hypothesis import assume, given
+from hypothesis import seed as hyp_seed
+from hypothesis import strategies as st
 
-from kvoffload.spec.types import CPULoadStoreSpec, LoadStoreSpec
-
+from ...spec.types import CPULoadStoreSpec, GPULoadStoreSpec, LoadStoreSpec
 from ..loading import load_factory
+from ..runner import conformance_settings
 
 __all__ = ["HandlerViolation", "HandlerConformanceResult", "check_handler", "handler", "LAYOUTS"]
 
@@ -99,7 +102,6 @@ class _ForeignSpec(LoadStoreSpec):
 def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[str, Any]:
     """Small random KV tensors of ``layout`` filled with random bits (NaNs included)."""
     import torch
-    from hypothesis import strategies as st
 
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1), label="fill seed"))
     if layout == "page":
@@ -126,58 +128,37 @@ def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[s
 
 def _bad_specs(model: Any, draw: Any) -> None:
     """Offer one bad job to one handler; it must be refused with nothing moved (H1)."""
-    from hypothesis import strategies as st
-
-    from kvoffload.spec.types import GPULoadStoreSpec
-
-    f, n_gpu, n_off = model.f, model.num_gpu, model.num_blocks
-    off = model.offloaded_spec
-    kinds = [
-        "store wrong medium", "load wrong medium", "store foreign medium", "load foreign medium",
-        "store length", "load too many", "load too few", "store gpu out of range",
-        "store offloaded out of range", "load gpu out of range", "load offloaded out of range",
-        "store negative", "load negative", "non-int job id", "job id in flight",
-    ]
-    kind = draw(st.sampled_from(kinds), label="bad kind")
+    f, n_gpu, n_off, off, gpu_spec = model.f, model.num_gpu, model.num_blocks, model.offloaded_spec, GPULoadStoreSpec
+    gpu = list(range(f))
+    # Built only when drawn: a medium's spec may refuse bad ids at construction.
+    specs: dict[str, Callable[[], tuple[Any, Any]]] = {
+        "store wrong medium": lambda: (off([0]), gpu_spec(gpu)),
+        "load wrong medium": lambda: (gpu_spec(gpu), off([0])),
+        "store foreign medium": lambda: (gpu_spec(gpu), _ForeignSpec([0])),
+        "load foreign medium": lambda: (_ForeignSpec([0]), gpu_spec(gpu)),
+        "store length": lambda: (gpu_spec(list(range(f + 1))), off([0])),
+        "load too many": lambda: (off([0]), gpu_spec(list(range(f + 1)))),
+        "load too few": lambda: (off([0, 1 % n_off]), gpu_spec(gpu)),  # m = k·f − f
+        "store gpu out of range": lambda: (gpu_spec([n_gpu] * f), off([0])),
+        "store offloaded out of range": lambda: (gpu_spec(gpu), off([n_off])),
+        "load gpu out of range": lambda: (off([0]), gpu_spec([n_gpu - 1 - i for i in range(f - 1)] + [n_gpu])),
+        "load offloaded out of range": lambda: (off([n_off]), gpu_spec(gpu)),
+        "store negative": lambda: (gpu_spec(gpu), off([-1])),
+        "load negative": lambda: (off([0]), gpu_spec([-1] + gpu[1:])),
+        "non-int job id": lambda: (gpu_spec(gpu), off([0])),
+        "job id in flight": lambda: (gpu_spec(gpu), off([0])),
+    }
+    kind = draw(st.sampled_from(list(specs)), label="bad kind")
     handler = model.load if kind.startswith("load") else model.store
     job_id: Any = model.new_id()
-    gpu = list(range(f))
-    spec: Any
-    if kind == "store wrong medium":
-        spec = (off([0]), GPULoadStoreSpec(gpu))
-    elif kind == "load wrong medium":
-        spec = (GPULoadStoreSpec(gpu), off([0]))
-    elif kind == "store foreign medium":
-        spec = (GPULoadStoreSpec(gpu), _ForeignSpec([0]))
-    elif kind == "load foreign medium":
-        spec = (_ForeignSpec([0]), GPULoadStoreSpec(gpu))
-    elif kind == "store length":
-        spec = (GPULoadStoreSpec(list(range(f + 1))), off([0]))
-    elif kind == "load too many":
-        spec = (off([0]), GPULoadStoreSpec(list(range(f + 1))))
-    elif kind == "load too few":
-        spec = (off([0, 1 % n_off]), GPULoadStoreSpec(list(range(f))))  # m = k·f − f
-    elif kind == "store gpu out of range":
-        spec = (GPULoadStoreSpec([n_gpu] * f), off([0]))
-    elif kind == "store offloaded out of range":
-        spec = (GPULoadStoreSpec(gpu), off([n_off]))
-    elif kind == "load gpu out of range":
-        spec = (off([0]), GPULoadStoreSpec([n_gpu - 1 - i for i in range(f - 1)] + [n_gpu]))
-    elif kind == "load offloaded out of range":
-        spec = (off([n_off]), GPULoadStoreSpec(gpu))
-    elif kind == "store negative":
-        spec = (GPULoadStoreSpec(gpu), off([-1]))
-    elif kind == "load negative":
-        spec = (off([0]), GPULoadStoreSpec([-1] + gpu[1:]))
-    elif kind == "non-int job id":
+    if kind == "non-int job id":
         job_id = draw(st.sampled_from([str(job_id), float(job_id) + 0.5, None]), label="bad job id")
-        spec = (GPULoadStoreSpec(gpu), off([0]))
-    else:  # job id in flight
+    elif kind == "job id in flight":
         stores = [j for j in model.in_flight.values() if j.direction == "store"]
         if not stores:
             return
         job_id = stores[0].job_id
-        spec = (GPULoadStoreSpec(gpu), off([0]))
+    spec = specs[kind]()
     # A refused job must not write anything: make sure the targets' expected contents
     # differ from the sources, by reading only blocks no in-flight job touches.
     gr, gw, cr, cw = model.busy()
@@ -208,10 +189,8 @@ def _scenario(
     offloaded_spec: Callable[[Sequence[int]], LoadStoreSpec],
 ) -> None:
     import torch
-    from hypothesis import assume
-    from hypothesis import strategies as st
 
-    from .handler_model import HandlerModel
+    from ...spec.handler_model import HandlerModel, HandlerViolationError
 
     layout = draw(st.sampled_from(list(layouts)), label="layout")
     f = draw(st.sampled_from(list(factors)), label="block_size_factor")
@@ -226,8 +205,6 @@ def _scenario(
         assume(False)
         return
     except Exception as error:
-        from .handler_model import HandlerViolationError
-
         raise HandlerViolationError("S3", f"the factory raised {error!r} on valid arguments", steps) from error
     model = HandlerModel(tensors, layout, f, num_off, store, load, offloaded_spec, steps)
     per_job = max(1, num_gpu // f - 1)
@@ -309,17 +286,10 @@ def _scenario(
             model.submit_load(cpu_ids, gpu_ids)
             load.wait({model.next_id})
             model.poll(load, "load")
-        except Exception as error:
-            from .handler_model import HandlerViolationError
-
-            if (
-                isinstance(error, HandlerViolationError)
-                and error.clause == "E1"
-                and set(cpu_ids) & model.refused_cpu_targets
-            ):
-                raise HandlerViolationError(
-                    "H1", f"{error.message}; a refused job may have written offloaded blocks", error.steps
-                ) from error
+        except HandlerViolationError as error:
+            if error.clause == "E1" and set(cpu_ids) & model.refused_cpu_targets:
+                raise HandlerViolationError("H1", f"{error.message}; a refused job may have written offloaded "
+                                            "blocks", error.steps) from error
             raise
         if model.in_flight:
             model.poll(load, "load")
@@ -342,11 +312,7 @@ def check_handler(
     ``shrink=False`` reports the first failing scenario as found (faster, longer
     reproduction); by default hypothesis shrinks it to a minimal one first.
     """
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hyp_seed
-    from hypothesis import strategies as st
-
-    from .handler_model import HandlerViolationError
+    from ...spec.handler_model import HandlerViolationError
 
     unknown = [layout for layout in layouts if layout not in LAYOUTS]
     if unknown:
@@ -355,15 +321,7 @@ def check_handler(
     runs = 0
 
     @hyp_seed(seed)
-    @settings(
-        max_examples=max_examples,
-        database=None,
-        deadline=None,
-        derandomize=False,
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-        phases=[p for p in Phase if shrink or p not in (Phase.shrink, Phase.explain)],
-    )
+    @conformance_settings(max_examples, 1, shrink=shrink)
     @given(st.data())
     def prop(data: Any) -> None:
         nonlocal runs

@@ -13,7 +13,8 @@ import attrs
 from hypothesis.stateful import RuleBasedStateMachine
 
 from ..judge import Verdict
-from ..reports.result import CallLog, ConformanceFailure
+from ...spec.clauses import clause_sort_key
+from ..reports.result import CallLog, ConformanceFailure, ConformanceResult
 
 __all__ = ["RunStats", "FactoryRef", "ConformanceMachine", "TargetSetupError"]
 
@@ -92,6 +93,15 @@ class RunStats:
                 line = f"{self.label}: {self.examples} examples, {self.steps} steps, {rate:.0f} steps/s"
                 sys.stderr.write(f"\r{line} " if interactive else f"{line}\n")
                 sys.stderr.flush()
+
+    def exercised(self) -> tuple[str, ...]:
+        """The clauses exercised so far, in contract order."""
+        return tuple(sorted(self.clauses, key=clause_sort_key))
+
+    def record(self, result: ConformanceResult, seconds: float) -> None:
+        """Put this run's counts into ``result``."""
+        result.steps, result.examples, result.seconds = self.steps, self.examples, seconds
+        result.clauses_exercised = self.exercised()
 
     def done(self) -> None:
         if self.progress and self.last_report and sys.stderr.isatty():

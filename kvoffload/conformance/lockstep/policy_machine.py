@@ -1,18 +1,12 @@
 """State machine for a ``CachePolicy`` (P1–P6; L1–L3, A1–A6, F1–F7 or V1–V6 exactly).
 
 The machine owns the blocks and sets their ``ref_cnt`` to -1, 0 or k; the policy must
-never change them (P6). With ``policy="lru"``/``"arc"``/``"s3fifo"``/``"sieve"`` victims
-are compared in order with the reference policy; with ``"any"`` they are checked against
-P5 and adopted.
-
-The target is only observed through its answers (``get``, victims), but the machine
-knows the model's state and steers towards the states where subtle order bugs show:
-stores into a full cache (evictions), touches of pending blocks (L2, A3), touches of
-ARC ghosts (``p`` moves, by fractions when |B2|/|B1| is not whole: A3, A4), and ghost
-lists long enough to be trimmed (A5). The ``ladder`` rule aims at shapes of state, not at
-known bugs: ghost lists filled in drawn proportions, a ghost hit moving ``p`` either way,
-then a drain one victim at a time that passes every |T1| while T2 is not empty (A4).
-``.ci/planted_policy_seeds.py`` checks that the planted policy bugs are caught at seeds 0-9.
+never change them (P6). With an exact ``policy`` victims are compared in order with the
+reference policy; with ``"any"`` they are checked against P5 and adopted. The target is
+observed only through its answers, but the machine knows the model's state and steers
+towards where order bugs show (full caches, pending and ghost touches, trimmed ghost
+lists: ``cycle``, ``ladder``, ``touch_ghost``). ``.ci/planted_policy_seeds.py`` checks
+that the planted policy bugs are caught at seeds 0-9.
 """
 
 from __future__ import annotations
@@ -26,7 +20,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ...spec import POLICIES, BlockStatus, make_reference_policy
 from .adopting import AdoptingPolicy
-from ..judge import invoke, judge_evict, judge_gets, judge_ref_counts, judge_refusal, policy_call
+from ..judge import EXACT_VICTIM_CLAUSE, invoke, judge_evict, judge_gets, judge_ref_counts, judge_refusal, policy_call
 from .machine_base import ConformanceMachine
 from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
 
@@ -37,13 +31,13 @@ __all__ = ["PolicyMachine"]
 #: (hypothesis draws the ends of the tuple more often than the middle.)
 CAPACITIES = (3, 2, 4, 3, 1, 2, 3, 4, 5, 6, 8, 16, 3, 4)
 
-#: Per exact mode: the clauses of insert, touch, remove and eviction order (the clauses a
-#: wrong victim points at live in the judge: ``victim_blame``).
+#: Per exact mode: the clauses of insert, touch and remove (the eviction order's, and those
+#: a wrong victim points at, live in the judge: ``EXACT_VICTIM_CLAUSE``, ``victim_blame``).
 CLAUSES: dict[str, dict[str, str]] = {
-    "lru": {"insert": "L1", "touch": "L2", "remove": "P3", "evict": "L3"},
-    "arc": {"insert": "A1", "touch": "A3", "remove": "A6", "evict": "A4"},
-    "s3fifo": {"insert": "F2", "touch": "F4", "remove": "F7", "evict": "F5"},
-    "sieve": {"insert": "V2", "touch": "V4", "remove": "V6", "evict": "V5"},
+    "lru": {"insert": "L1", "touch": "L2", "remove": "P3"},
+    "arc": {"insert": "A1", "touch": "A3", "remove": "A6"},
+    "s3fifo": {"insert": "F2", "touch": "F4", "remove": "F7"},
+    "sieve": {"insert": "V2", "touch": "V4", "remove": "V6"},
 }
 
 
@@ -251,10 +245,9 @@ class PolicyMachine(ConformanceMachine):
         show floor(p) (A4) and the ghosts' trimming (A5).
 
         An aimed ARC round (drawn) promotes all but floor(p) of T1 (at least 1, at most
-        capacity - 1, so that T2 is not empty), as the model
-        says, then drains: the drain switches from T1 to T2 exactly where
-        ``t1 < floor(p)``, so an implementation whose p or whose comparison differs
-        (A3, A4, A5) picks another victim there."""
+        capacity - 1, so that T2 is not empty), as the model says, then drains: the drain
+        switches from T1 to T2 exactly where ``t1 < floor(p)``, so an implementation whose
+        p or whose comparison differs (A3, A4, A5) picks another victim there."""
         aim = self.policy_mode == "arc" and data.draw(st.booleans(), label="aim")
         self._fill(data, ready=aim)
         present = self.present()
@@ -360,7 +353,7 @@ class PolicyMachine(ConformanceMachine):
                                 self.log.name, var))
         victims = [] if value is None else [h for h, _ in value]
         if exact:  # the order clause (and ARC's ghost trimming, A5) was checked by this comparison
-            self.exercised(CLAUSES[self.policy_mode]["evict"], *(("A5",) if self.policy_mode == "arc" else ()))
+            self.exercised(EXACT_VICTIM_CLAUSE[self.policy_mode], *(("A5",) if self.policy_mode == "arc" else ()))
         elif value is not None:
             self.model.next_victims = list(victims)
             self.model.evict(n, set(protected))

@@ -24,6 +24,7 @@ __all__ = [
     "ONE_SHOT_KINDS",
     "BAD_ELEMENTS",
     "make_argument",
+    "listed",
 ]
 
 #: Argument shapes, in shrinking order (a failure that needs a one-shot argument shrinks
@@ -103,8 +104,9 @@ BAD_ELEMENTS: tuple[tuple[str, Callable[[], object]], ...] = (
 )
 
 
-def _render_items(items: Sequence[object], names: Callable[[object], str]) -> str:
-    return "[" + ", ".join(names(item) for item in items) + "]"
+def listed(name: Callable[[object], str], items: Iterable[object]) -> str:
+    """Source form of a list of ``items``, each rendered by ``name``."""
+    return "[" + ", ".join(map(name, items)) + "]"
 
 
 def make_argument(
@@ -114,24 +116,24 @@ def make_argument(
 
     ``extra`` are hashes placed after the end of an ``islice`` window (never read).
     """
-    listed = _render_items(items, names)
+    source = listed(names, items)
     if kind == "list":
-        return list(items), listed
+        return list(items), source
     if kind == "tuple":
         inner = ", ".join(names(item) for item in items)
         return tuple(items), "(" + inner + ("," if len(items) == 1 else "") + ")"
     if kind == "set":
         return set(items), ("{" + ", ".join(names(item) for item in items) + "}") if items else "set()"
     if kind == "oneshot":
-        return OneShot(items), f"OneShot({listed})"
+        return OneShot(items), f"OneShot({source})"
     if kind == "generator":
         snapshot = list(items)
 
         def generate() -> Iterator[Any]:
             yield from snapshot
 
-        return generate(), f"(h for h in {listed})"
+        return generate(), f"(h for h in {source})"
     if kind == "islice":
         whole = [*items, *extra]
-        return itertools.islice(whole, len(items)), f"itertools.islice({_render_items(whole, names)}, {len(items)})"
+        return itertools.islice(whole, len(items)), f"itertools.islice({listed(names, whole)}, {len(items)})"
     raise ValueError(f"unknown argument kind {kind!r}")

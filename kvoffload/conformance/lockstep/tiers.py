@@ -22,16 +22,10 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ...spec.tiers import ReferenceSharedTier, ReferenceTier
+from ...spec.tiers import ReferenceSharedTier, ReferenceTier, payload_of
 from ...spec.types import BlockHash
 
-__all__ = ["check_tier", "check_shared_table", "tier_payload"]
-
-
-def tier_payload(block_hash: bytes, size: int) -> bytes:
-    """The bytes stored under ``block_hash`` in a check: a pure function of it (E1)."""
-    seed = hashlib.blake2b(block_hash, digest_size=32).digest()
-    return (seed * (size // 32 + 1))[:size]
+__all__ = ["check_tier", "check_shared_table"]
 
 
 def _h(i: int) -> BlockHash:
@@ -49,7 +43,7 @@ def _run_job(tier: Any) -> Any:
 def _store_step(tier: Any, model: ReferenceTier, rng: random.Random, hashes: list[BlockHash], job: int, size: int) -> str | None:
     doomed = {h for h in hashes if rng.random() < 0.2}
     tier.fail_writes(doomed)
-    payloads = {h: tier_payload(h, size) for h in hashes}
+    payloads = {h: payload_of(h, size) for h in hashes}
     expected = model.store(hashes, payloads, doomed)
     tier.submit_store(job, hashes, [memoryview(payloads[h]) for h in hashes])
     result = _run_job(tier)

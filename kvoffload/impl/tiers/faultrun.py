@@ -16,6 +16,7 @@ from typing import Protocol
 import attrs
 import click
 
+from ...spec.tiers import payload_of
 from ...spec.types import BlockHash
 from .jobs import TierJobResult
 
@@ -47,12 +48,6 @@ class FaultRunReport:
 
     def ok(self) -> bool:
         return self.corrupt_loads == 0 and self.leaked_blocks == 0
-
-
-def payload_of(block_hash: bytes, size: int) -> bytes:
-    """The bytes stored under ``block_hash``: a pure function of it (E1 checks against this)."""
-    seed = hashlib.blake2b(block_hash, digest_size=32).digest()
-    return (seed * (size // 32 + 1))[:size]
 
 
 @attrs.define

@@ -1,10 +1,11 @@
-"""The expected-state model behind ``check_handler`` (H1–H3, E1).
+"""The executable reference model of copy handlers (H1–H3, E1): the oracle that
+``kvoffload.conformance``'s ``check_handler`` drives a store and a load handler against.
 
-Written from CONTRACT.md alone — it shares no code with ``kvoffload.impl.copy`` — so a
-bug in the production index arithmetic cannot hide in the check. The model owns the
-KV tensors (it plays vLLM's model runner), remembers what every GPU block and every
-offloaded sub-block must hold, and drives a store and a load handler only through the
-``OffloadingHandler`` interface.
+Needs torch (imported by nothing else of ``kvoffload.spec``). Written from CONTRACT.md
+alone — it shares no code with ``kvoffload.impl.copy`` — so a bug in the production index
+arithmetic cannot hide in the check. The model owns the KV tensors (it plays vLLM's
+model runner), remembers what every GPU block and every offloaded sub-block must hold,
+and drives the handlers only through the ``OffloadingHandler`` interface.
 
 Which jobs may run together is what vLLM's connector guarantees: no job reads a block
 that an in-flight job writes, no two in-flight jobs write one block, and the model
@@ -19,8 +20,8 @@ from typing import Any
 import attrs
 import torch
 
-from kvoffload.spec.clauses import implements
-from kvoffload.spec.types import GPULoadStoreSpec, LoadStoreSpec
+from .clauses import implements
+from .types import GPULoadStoreSpec, LoadStoreSpec
 
 __all__ = ["BLOCK_DIM", "HandlerViolationError", "Job", "HandlerModel"]
 
