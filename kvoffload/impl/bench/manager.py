@@ -43,13 +43,16 @@ class Workload:
 
     def __init__(self, capacity: int, batch: int, seed: int | str, suffix: bytes = b"") -> None:
         self.rng = random.Random(seed)
+        # Keys from a generator of their own: the choice of documents and prefix lengths
+        # does not depend on how many keys were drawn.
+        self._key_bytes = random.Random(f"keys/{seed}").randbytes
         self.batch = batch
         self.suffix = suffix
         docs = max(4, min(64, capacity // max(batch, 1)))
         self.docs = [[self._key() for _ in range(batch)] for _ in range(docs)]
 
     def _key(self) -> bytes:
-        return self.rng.randbytes(32) + self.suffix
+        return self._key_bytes(32) + self.suffix
 
     def request(self) -> list[bytes]:
         doc = self.rng.choice(self.docs)
