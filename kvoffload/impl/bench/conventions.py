@@ -293,7 +293,7 @@ def run_pass(contender: Contender, requests: Sequence[list[bytes]], capacity: in
     for number, keys in enumerate(prefill_requests(capacity, seed)):
         _drive(contender, manager, keys, calls, dict.fromkeys(PHASES, 0), f"prefill-{number}")
     run = Run(contender.label, contender.convention)
-    gc.collect()
+    gc.collect()  # cycles the previous pass left, and this one's prefill garbage
     gc.disable()
     try:
         for number, keys in enumerate(requests):
@@ -335,8 +335,7 @@ def compare(
     _warm(policy)
     chosen = contenders(capacity, policy, calls, reference) if chosen is None else chosen
     runs = []
-    for contender in chosen:
-        gc.collect()  # the previous pass's manager, before this one is built
+    for contender in chosen:  # each pass's manager is freed when run_pass returns
         runs.append(run_pass(contender, requests, capacity, calls))
     # kvoffload through vLLM's interface leads; every other run is held to kvoffload of
     # its own convention (the batch API's kvoffload to the lead).

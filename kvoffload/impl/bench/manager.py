@@ -293,13 +293,12 @@ def first_disagreement(got: Sequence[tuple[str, Any]], want: Sequence[tuple[str,
 def manager_passes(name: str, build: Callable[[int], Any], capacity: int,
                    configs: Sequence[tuple[int, str, int]], seed: int) -> list[Pass]:
     """One manager alone through ``configs`` (batch, scenario, blocks) in order, built
-    and filled first (untimed); the collector runs before it and its settings are the
-    same for every manager's pass. The manager is dropped on return."""
-    gc.collect()  # whatever the previous pass left
+    and filled first (untimed); the collector runs before the timed part and its settings
+    are the same for every manager's pass. The manager is dropped on return."""
     manager = build(capacity)
     prefill(manager, capacity, seed)
     measure = getattr(manager, "memory_bytes", None)
-    gc.collect()
+    gc.collect()  # cycles the previous pass left, and this one's prefill garbage
     passes = []
     for batch, scenario, budget in configs:
         passes.append(run_config(manager, capacity, batch, scenario, budget, seed))
@@ -394,7 +393,6 @@ def _batch_configs(console: Any, caps: list[int], batches: list[int], policies: 
         for policy in policies:
             makers = build if build is not None else builders(policy, capacity <= check_limit, with_vllm)
             passes = {name: manager_passes(name, make, capacity, configs, seed) for name, make in makers.items()}
-            gc.collect()
             for number, config in enumerate(configs):
                 by_name = {name: runs[number] for name, runs in passes.items()}
                 if "ref" in by_name:
