@@ -4,9 +4,21 @@ answers, request by request, through the batch API (what ``bench manager`` and
 
 from __future__ import annotations
 
-from kvoffload.impl.bench.conventions import compare
+import io
+import weakref
+from collections.abc import Iterable
+from typing import Any
+
+import click
+import pytest
+from rich.console import Console
+
+from kvoffload.impl import CPUOffloadingManager
+from kvoffload.impl.bench.conventions import Contender, compare
 from kvoffload.impl.bench.floor import FloorLRU
-from kvoffload.impl.bench.manager import Workload
+from kvoffload.impl.bench.interface import Comparison, print_comparisons
+from kvoffload.impl.bench.manager import Workload, _batch_configs, manager_passes
+from kvoffload.spec import BlockHash, ReferenceManager
 
 
 def test_floor_and_kvoffload_agree_with_the_reference_on_the_bench_workload() -> None:
@@ -56,3 +68,74 @@ def test_bench_sets_eager_compilation_only_while_its_command_runs(monkeypatch) -
     monkeypatch.setenv("KVOFFLOAD_COMPILE", "twin")
     CliRunner().invoke(main, ["bench", "manager", "--help"])
     assert os.environ["KVOFFLOAD_COMPILE"] == "twin"  # a mode the caller chose is kept
+
+
+class _ReferenceMissingAHit(ReferenceManager):
+    """The reference model, except that the first of its lookups from number ``wrong_at``
+    on (counted from 0) that has hits answers one hit fewer: a planted wrong answer."""
+
+    def __init__(self, capacity: int, policy: str, wrong_at: int) -> None:
+        super().__init__(capacity, policy=policy)
+        self.lookups = 0
+        self.wrong_at = wrong_at
+
+    def lookup(self, block_hashes: Iterable[BlockHash]) -> int:
+        hits = super().lookup(block_hashes)
+        self.lookups += 1
+        if self.lookups - 1 < self.wrong_at or not hits:
+            return hits
+        self.wrong_at = 2**62  # once
+        return hits - 1
+
+
+def test_a_planted_wrong_answer_in_one_pass_of_compare_is_reported_with_its_request() -> None:
+    """Every contender runs in a pass of its own; the recorded answers are compared
+    afterwards, and the wrong one is named with the request where it first differs."""
+    requests = Workload(400, 16, seed=5, suffix=bytes(4)).requests(2_000)
+    chosen = [
+        Contender("kvoffload", "batch API", lambda: CPUOffloadingManager(400, policy="lru"), True),
+        # Prefill is 400 / 4096 = 1 request: timed request 2 is lookup number 3.
+        Contender("reference", "batch API", lambda: _ReferenceMissingAHit(400, "lru", wrong_at=3), True),
+    ]
+    runs, differs = compare(requests, 400, "lru", None, reference=True, chosen=chosen)
+    assert [run.label for run in runs] == ["kvoffload", "reference"]
+    planted = next(n for n, (hits, _) in enumerate(runs[0].answers) if n >= 2 and hits)
+    assert runs[0].answers[:planted] == runs[1].answers[:planted]
+    assert runs[1].answers[planted][0] == runs[0].answers[planted][0] - 1
+    assert differs == [f"reference (batch API) at request {planted}: hits {runs[0].answers[planted][0] - 1}, "
+                       f"kvoffload {runs[0].answers[planted][0]}"]
+    comparison = Comparison("planted", 400, "lru", runs, differs, sum(map(len, requests)))
+    with pytest.raises(click.ClickException, match=f"reference \\(batch API\\) at request {planted}: hits"):
+        print_comparisons(Console(file=io.StringIO()), "planted", [comparison])
+
+
+def test_a_planted_wrong_answer_in_the_reference_pass_of_bench_manager_fails_at_its_call() -> None:
+    """The per-operation table: production and reference in passes of their own, the
+    reference's recorded calls compared afterwards; the planted answer is reported with
+    the call number, the operation and both answers."""
+    build = {"impl": lambda c: CPUOffloadingManager(c, policy="lru"),
+             "ref": lambda c: _ReferenceMissingAHit(c, "lru", wrong_at=4)}
+    console = Console(file=io.StringIO())
+    with pytest.raises(click.ClickException) as failed:
+        _batch_configs(console, [512], [16], ["lru"], ["steady"], 1_000, 10**6, 0, False, build)
+    assert "at capacity 512 lru batch 16 steady, call " in str(failed.value.message)
+    assert "the reference's lookup answered" in failed.value.message
+    assert "the production manager's lookup answered" in failed.value.message
+
+
+def test_bench_manager_passes_agree_and_drop_each_manager_before_the_next() -> None:
+    """Without a planted error the two passes agree call for call (the workload is the
+    same in every pass), and each manager is gone once its pass returns."""
+    built: list[weakref.ref[Any]] = []
+
+    def make(capacity: int) -> CPUOffloadingManager:
+        manager = CPUOffloadingManager(capacity, policy="arc")
+        built.append(weakref.ref(manager))
+        return manager
+
+    passes = manager_passes("impl", make, 512, [(16, "steady", 1_000), (16, "pressure", 1_000)], seed=1)
+    assert len(built) == 1 and built[0]() is None
+    results = _batch_configs(Console(file=io.StringIO()), [512], [16], ["arc"], ["steady", "pressure"],
+                             1_000, 10**6, 1, False)
+    assert [r["agreed"] for r in results] == [len(p.calls) for p in passes] and results[0]["agreed"] > 100
+    assert all(r["checked"] for r in results)

@@ -14,14 +14,17 @@ connector's own work: untimed.
 (``lookup``, ``prepare_load``/``complete_load``, ``prepare_store``/``complete_store``),
 with ``touch(keys)`` where vLLM updates recency (the request's end): the same answers.
 
-Every request's answer (hits, keys to store, evicted keys, or a refusal) is recorded, so
-managers that must agree can be compared call for call.
+Every manager runs in a pass of its own over the same requests (nothing another manager
+built alive in the heap while it is timed); every request's answer (hits, and a digest of
+the keys to store and the evicted keys, or a refusal) is recorded, and the recorded answers
+of managers that must agree are compared afterwards, request by request.
 """
 
 from __future__ import annotations
 
 import gc
-import os
+import hashlib
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,11 +32,16 @@ from typing import Any
 
 from .floor import FloorLRU, FloorLRUPerKey
 
-__all__ = ["PHASES", "Contender", "Run", "VllmCalls", "compare", "contenders", "vllm_calls"]
+__all__ = ["PHASES", "Contender", "Run", "VllmCalls", "compare", "contenders", "first_difference",
+           "vllm_calls"]
 
 PHASES = ("lookup", "load", "store", "finish")
 #: One request's answer: hits, then (keys to store, evicted keys), or ``None`` if refused.
 Answer = tuple[int, "tuple[list[bytes], list[bytes]] | None"]
+#: One request's answer as recorded: hits, then (how many keys to store, how many evicted,
+#: a digest of both lists in order), or ``None`` if refused. Compact, so that the answers
+#: a pass records keep none of its keys alive while the next pass is timed.
+Recorded = tuple[int, "tuple[int, int, bytes] | None"]
 _PREFILL_CHUNK = 4096
 #: The benchmarks' clock: this thread's CPU time (``compare`` says why).
 CLOCK = time.thread_time_ns
@@ -48,7 +56,7 @@ class Run:
     ns: dict[str, int] = field(default_factory=lambda: dict.fromkeys(PHASES, 0))
     blocks: int = 0
     hits: int = 0
-    answers: list[Answer] = field(default_factory=list)
+    answers: list[Recorded] = field(default_factory=list)
 
     def per_block(self, phase: str | None = None) -> float:
         spent = sum(self.ns.values()) if phase is None else self.ns[phase]
@@ -209,10 +217,49 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
     return out
 
 
-def prefill_requests(capacity: int) -> list[list[bytes]]:
-    """Untimed requests of fresh 36-byte keys that fill a cache of ``capacity`` blocks."""
-    keys = [os.urandom(36) for _ in range(capacity)]
+def prefill_requests(capacity: int, seed: int = 0) -> list[list[bytes]]:
+    """Untimed requests of 36-byte keys, unrelated to any workload's, that fill a cache of
+    ``capacity`` blocks: the same keys for the same ``seed``, so every pass starts alike."""
+    make = random.Random(f"prefill/{seed}/{capacity}").randbytes
+    keys = [make(36) for _ in range(capacity)]
     return [keys[i : i + _PREFILL_CHUNK] for i in range(0, capacity, _PREFILL_CHUNK)]
+
+
+def record(answer: Answer) -> Recorded:
+    """The compact form of one request's answer (``Recorded``)."""
+    hits, store = answer
+    if store is None:
+        return hits, None
+    digest = hashlib.blake2b(digest_size=16)
+    for key in store[0]:
+        digest.update(key)
+    digest.update(b"|evicted|")
+    for key in store[1]:
+        digest.update(key)
+    return hits, (len(store[0]), len(store[1]), digest.digest())
+
+
+def _describe(got: Recorded, want: Recorded) -> str:
+    if got[0] != want[0]:
+        return f"hits {got[0]}, kvoffload {want[0]}"
+    if got[1] is None or want[1] is None:
+        return f"store {'refused' if got[1] is None else 'accepted'}, kvoffload's " + (
+            "refused" if want[1] is None else "accepted")
+    (stored, evicted, _), (want_stored, want_evicted, _) = got[1], want[1]
+    if (stored, evicted) != (want_stored, want_evicted):
+        return f"{stored} keys to store and {evicted} evicted, kvoffload {want_stored} and {want_evicted}"
+    return f"other keys to store or evicted ({stored} and {evicted}, as many as kvoffload's)"
+
+
+def first_difference(got: Sequence[Recorded], want: Sequence[Recorded]) -> str | None:
+    """Where the recorded answers ``got`` first differ from ``want`` (kvoffload's), and
+    how; ``None`` where they are equal."""
+    for number, (mine, theirs) in enumerate(zip(got, want)):
+        if mine != theirs:
+            return f"request {number}: {_describe(mine, theirs)}"
+    if len(got) != len(want):
+        return f"{len(got)} answers, kvoffload {len(want)}"
+    return None
 
 
 def _warm(policy: str) -> None:
@@ -237,51 +284,59 @@ def _drive(contender: Contender, manager: Any, keys: list[bytes], calls: VllmCal
     return drive_batch(manager, keys, ns, tick)
 
 
+def run_pass(contender: Contender, requests: Sequence[list[bytes]], capacity: int,
+             calls: VllmCalls | None, seed: int = 0) -> Run:
+    """One contender alone: built and filled to capacity (untimed), then timed on
+    ``requests``, its answers recorded (``record``). The collector runs before the timed
+    part and is off during it, for every pass alike (``compare``)."""
+    manager = contender.build()
+    for number, keys in enumerate(prefill_requests(capacity, seed)):
+        _drive(contender, manager, keys, calls, dict.fromkeys(PHASES, 0), f"prefill-{number}")
+    run = Run(contender.label, contender.convention)
+    gc.collect()  # cycles the previous pass left, and this one's prefill garbage
+    gc.disable()
+    try:
+        for number, keys in enumerate(requests):
+            tick = -CLOCK() + CLOCK()
+            answer = _drive(contender, manager, keys, calls, run.ns, f"r{number}", tick)
+            run.answers.append(record(answer))
+            run.hits += answer[0]
+            run.blocks += len(keys)
+    finally:
+        gc.enable()
+    return run
+
+
 def compare(
     requests: Sequence[list[bytes]],
     capacity: int,
     policy: str,
     calls: VllmCalls | None,
     reference: bool,
+    chosen: Sequence[Contender] | None = None,
 ) -> tuple[list[Run], list[str]]:
-    """Each contender built and filled to capacity (untimed), then all driven on
-    ``requests`` interleaved: request by request, every contender in turn (the order
-    rotating), so a load change on a shared machine falls on all of them alike.
+    """Each contender (``contenders``, or ``chosen``) in a pass of its own over
+    ``requests`` (``run_pass``); the previous pass's manager is gone and collected before
+    the next is built, so no manager is timed with another's structures in the heap or
+    the CPU caches, or with another's garbage to collect. The passes run one after the
+    other, so a load change on a shared machine may fall on one pass more than another:
+    compare figures of one run, and repeat a run to see the noise.
 
     Time is the thread's CPU time (``CLOCK``): on a shared machine wall time mostly
     measures how long the process waited for a core. One reading of that clock costs
-    about a microsecond, so the cost of a reading, sampled before every request of
-    every contender, is taken off each timed interval. The garbage collector is off
-    while timing (as ``timeit`` does): its pauses fall on whoever runs when the
-    benchmark's own garbage triggers one.
+    about a microsecond, so the cost of a reading, sampled before every request, is
+    taken off each timed interval. The garbage collector is off while timing (as
+    ``timeit`` does), in every pass.
 
-    Returns the runs and the labels of the runs whose answers differ from kvoffload's
-    through vLLM's interface (or through the batch API without vLLM), "(may differ)"
-    appended where they are allowed to (another algorithm)."""
+    Returns the runs and, for each run whose recorded answers differ from kvoffload's
+    through vLLM's interface (or through the batch API without vLLM), its label, and
+    where it must agree, the first request that differs and how; "(may differ)" is
+    appended where it is allowed to differ (another algorithm)."""
     _warm(policy)
-    prefill = prefill_requests(capacity)
-    chosen = contenders(capacity, policy, calls, reference)
-    managers = []
-    for contender in chosen:
-        manager = contender.build()
-        for number, keys in enumerate(prefill):
-            _drive(contender, manager, keys, calls, dict.fromkeys(PHASES, 0), f"prefill-{number}")
-        managers.append(manager)
-    del prefill
-    runs = [Run(c.label, c.convention) for c in chosen]
-    gc.collect()
-    gc.disable()
-    try:
-        for number, keys in enumerate(requests):
-            for offset in range(len(chosen)):
-                i = (number + offset) % len(chosen)
-                tick = -CLOCK() + CLOCK()
-                answer = _drive(chosen[i], managers[i], keys, calls, runs[i].ns, f"r{number}", tick)
-                runs[i].answers.append(answer)
-                runs[i].hits += answer[0]
-                runs[i].blocks += len(keys)
-    finally:
-        gc.enable()
+    chosen = contenders(capacity, policy, calls, reference) if chosen is None else chosen
+    runs = []
+    for contender in chosen:  # each pass's manager is freed when run_pass returns
+        runs.append(run_pass(contender, requests, capacity, calls))
     # kvoffload through vLLM's interface leads; every other run is held to kvoffload of
     # its own convention (the batch API's kvoffload to the lead).
     lead = next(run for run in runs if run.label == "kvoffload")
@@ -289,6 +344,8 @@ def compare(
     differs = []
     for contender, run in zip(chosen, runs):
         own = lead if run.label == "kvoffload" else leads.get(run.convention, lead)
-        if run is not lead and run.answers != own.answers:
-            differs.append(f"{run.label} ({run.convention})" + ("" if contender.must_agree else " (may differ)"))
+        where = None if run is lead else first_difference(run.answers, own.answers)
+        if where is not None:
+            name = f"{run.label} ({run.convention})"
+            differs.append(f"{name} at {where}" if contender.must_agree else f"{name} (may differ)")
     return runs, differs

@@ -1,21 +1,28 @@
 """``kvoffload bench manager``: the production manager beside the reference model (and
 vLLM's own CPU offloading manager where ``vllm.v1.kv_offload`` imports).
 
-Workload (the same calls go to every manager, in lockstep): requests whose hashes share
+Workload (the same requests go to every manager): requests whose hashes share
 prefixes (a few "documents" reused by many requests, plus a unique tail per request),
 32-byte hashes. Per request: ``lookup``; ``touch``; ``prepare_load`` of the hits; and
 ``prepare_store`` of the rest. Steady scenario: loads and stores complete right away.
 Pressure scenario: loads and stores stay in flight (up to ~90% of the capacity pinned or
-pending), so eviction must find idle victims among blocks it may not take. Up to
-``--check-limit`` blocks of capacity the answers of both managers are compared on
-every call; beyond it only the production manager runs.
+pending), so eviction must find idle victims among blocks it may not take.
+
+Each manager (production, reference, vLLM's) runs in a pass of its own over the same
+workload, timed with no other manager alive (the previous one dropped and collected),
+and records its answer to every call. Up to ``--check-limit`` blocks of capacity the
+reference runs too, and its recorded answers are compared with the production manager's
+afterwards, call by call: the first difference (which call, what each answered) fails
+the bench. Beyond it only the production manager (and vLLM's) runs.
 """
 
 from __future__ import annotations
 
-import os
+import gc
+import hashlib
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
@@ -31,17 +38,21 @@ def _ints(text: str) -> list[int]:
 
 class Workload:
     """Requests with shared prefixes over a pool of 32-byte hashes (``suffix`` appended:
-    ``b"\\0" * 4`` makes them vLLM 0.32 ``OffloadKey`` s of KV-cache group 0)."""
+    ``b"\\0" * 4`` makes them vLLM 0.32 ``OffloadKey`` s of KV-cache group 0). The hashes
+    come from ``seed``: the same seed gives every pass the same requests."""
 
-    def __init__(self, capacity: int, batch: int, seed: int, suffix: bytes = b"") -> None:
+    def __init__(self, capacity: int, batch: int, seed: int | str, suffix: bytes = b"") -> None:
         self.rng = random.Random(seed)
+        # Keys from a generator of their own: the choice of documents and prefix lengths
+        # does not depend on how many keys were drawn.
+        self._key_bytes = random.Random(f"keys/{seed}").randbytes
         self.batch = batch
         self.suffix = suffix
         docs = max(4, min(64, capacity // max(batch, 1)))
         self.docs = [[self._key() for _ in range(batch)] for _ in range(docs)]
 
     def _key(self) -> bytes:
-        return os.urandom(32) + self.suffix
+        return self._key_bytes(32) + self.suffix
 
     def request(self) -> list[bytes]:
         doc = self.rng.choice(self.docs)
@@ -157,80 +168,88 @@ def _vllm_manager(capacity: int, policy: str = "lru") -> Any | None:
         return None
 
 
+def _digest(keys: Sequence[bytes]) -> bytes:
+    digest = hashlib.blake2b(digest_size=16)
+    for key in keys:
+        digest.update(key)
+    return digest.digest()
+
+
 def _normal(name: str, value: Any) -> Any:
+    """A call's answer as recorded: compact (counts and digests of key lists), so that a
+    pass's records keep none of its manager's keys alive during the next pass."""
     if name == "prepare_store":
         if value is None:
             return None
-        return (list(value.block_hashes_to_store), list(value.block_hashes_evicted))
+        to_store, evicted = list(value.block_hashes_to_store), list(value.block_hashes_evicted)
+        return len(to_store), len(evicted), _digest(to_store), _digest(evicted)
     if name == "prepare_load":
         return len(value.block_ids)
     return value
 
 
-def build_managers(capacity: int, policy: str, check: bool, with_vllm: bool) -> dict[str, Any]:
-    """The managers of one capacity and policy, filled to capacity (untimed)."""
+def builders(policy: str, check: bool, with_vllm: bool) -> dict[str, Callable[[int], Any]]:
+    """How to build each manager of the per-operation table, by name."""
     from kvoffload.impl import CPUOffloadingManager
     from kvoffload.spec import ReferenceManager
 
-    managers: dict[str, Any] = {"impl": CPUOffloadingManager(capacity, policy=policy)}
+    out: dict[str, Callable[[int], Any]] = {"impl": lambda c: CPUOffloadingManager(c, policy=policy)}
     if check:
-        managers["ref"] = ReferenceManager(capacity, policy=policy)
-    if with_vllm:
-        vllm = _vllm_manager(capacity, policy)
-        if vllm is not None:
-            managers["vllm"] = vllm
-    # Prefill to capacity so that eviction happens from the start.
+        out["ref"] = lambda c: ReferenceManager(c, policy=policy)
+    if with_vllm and _vllm_manager(16, policy) is not None:  # vLLM has no S3-FIFO or SIEVE
+        out["vllm"] = lambda c: _Vllm032Manager(c, policy)
+    return out
+
+
+def prefill(manager: Any, capacity: int, seed: int) -> None:
+    """Fill to capacity (untimed) so that eviction happens from the start; the same
+    hashes for every pass of the same ``seed`` and capacity."""
+    make = random.Random(f"prefill/{seed}/{capacity}").randbytes
     filled = 0
     while filled < capacity:
-        hashes = [os.urandom(32) for _ in range(min(4096, capacity - filled))]
-        for manager in managers.values():
-            out = manager.prepare_store(hashes)
-            manager.complete_store(out.block_hashes_to_store)
+        hashes = [make(32) for _ in range(min(4096, capacity - filled))]
+        out = manager.prepare_store(hashes)
+        manager.complete_store(out.block_hashes_to_store)
         filled += len(hashes)
-    return managers
 
 
-def run_config(
-    managers: dict[str, Any],
-    capacity: int,
-    batch: int,
-    policy: str,
-    scenario: str,
-    blocks_budget: int,
-    seed: int,
-    lead: str = "impl",
-) -> dict[str, Any]:
-    """Drive one configuration; return timings (ns/block) for each manager.
+@dataclass
+class Pass:
+    """One manager's pass over one configuration: its timer and its recorded answers,
+    one ``(operation, answer)`` per call (``_normal``)."""
 
-    Every manager gets the same calls, decided by the ``lead`` manager's answers (the
-    reference must agree with it call for call). A manager whose policy may decide
-    differently (vLLM's) runs in a ``run_config`` of its own, as its own lead.
+    timer: Timer
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    #: ``memory_bytes()`` after the pass, for managers that measure it (ours).
+    memory: dict[str, int] | None = None
+
+
+def run_config(manager: Any, capacity: int, batch: int, scenario: str, blocks_budget: int,
+               seed: int) -> Pass:
+    """Drive one manager through one configuration, alone; time and record every call.
+
+    The calls follow the manager's own answers (hits, keys to store); two managers that
+    answer alike get the same calls, and the first call where they differ is what
+    ``first_disagreement`` reports. The workload's seed names the configuration, so that
+    each configuration's requests are new keys to the manager that ran the previous one.
     """
-    timers = {name: Timer() for name in managers}
-    work = Workload(capacity, batch, seed)
-    agreed = 0
+    done = Pass(Timer())
+    work = Workload(capacity, batch, f"{seed}/{batch}/{scenario}")
 
     def call(op: str, args: Sequence[Any], blocks: int) -> Any:
-        results = {}
-        for name, manager in managers.items():
-            method = getattr(manager, op)
-            results[name] = timers[name].run(op, lambda: method(*args), blocks)
-        if "ref" in results:
-            got, want = _normal(op, results["impl"]), _normal(op, results["ref"])
-            if got != want:
-                raise click.ClickException(f"{op} disagrees with the reference at capacity {capacity}")
-            nonlocal agreed
-            agreed += 1
-        return results
+        method = getattr(manager, op)
+        result = done.timer.run(op, lambda: method(*args), blocks)
+        done.calls.append((op, _normal(op, result)))
+        return result
 
     loads: list[list[bytes]] = []
     stores: list[list[bytes]] = []
     in_flight = 0
     limit = int(capacity * 0.9) if scenario == "pressure" else 0
-    done = 0
-    while done < blocks_budget:
+    driven = 0
+    while driven < blocks_budget:
         hashes = work.request()
-        hits = call("lookup", (hashes,), len(hashes))[lead]
+        hits = call("lookup", (hashes,), len(hashes))
         call("touch", (hashes,), len(hashes))
         if hits:
             call("prepare_load", (hashes[:hits],), hits)
@@ -238,7 +257,7 @@ def run_config(
             in_flight += hits
         rest = hashes[hits:]
         if rest:
-            out = call("prepare_store", (rest,), len(rest))[lead]
+            out = call("prepare_store", (rest,), len(rest))
             if out is not None and out.block_hashes_to_store:
                 stores.append(out.block_hashes_to_store)
                 in_flight += len(out.block_hashes_to_store)
@@ -251,25 +270,40 @@ def run_config(
                 done_store = stores.pop(0)
                 call("complete_store", (done_store,), len(done_store))
                 in_flight -= len(done_store)
-        done += len(hashes)
+        driven += len(hashes)
     for done_load in loads:
         call("complete_load", (done_load,), len(done_load))
     for done_store in stores:
         call("complete_store", (done_store,), len(done_store))
-    measure = getattr(managers[lead], "memory_bytes", None)
-    memory = measure() if measure is not None else {"state": 0, "hashes": 0}
-    return {
-        "capacity": capacity,
-        "batch": batch,
-        "policy": policy,
-        "scenario": scenario,
-        "timers": timers,
-        "state_bytes_per_block": memory["state"] / capacity,
-        "ghost_bytes_per_block": memory.get("ghosts", 0) / capacity,
-        "hash_bytes_per_block": memory["hashes"] / capacity,
-        "checked": "ref" in managers,
-        "agreed": agreed,
-    }
+    return done
+
+
+def first_disagreement(got: Sequence[tuple[str, Any]], want: Sequence[tuple[str, Any]]) -> str | None:
+    """The first call at which the reference's recorded answers ``got`` differ from the
+    production manager's ``want`` (which call, what each answered); ``None`` if equal."""
+    for number, (mine, theirs) in enumerate(zip(got, want)):
+        if mine != theirs:
+            return (f"call {number}: the reference's {mine[0]} answered {mine[1]!r}, "
+                    f"the production manager's {theirs[0]} answered {theirs[1]!r}")
+    if len(got) != len(want):
+        return f"the reference made {len(got)} calls, the production manager {len(want)}"
+    return None
+
+
+def manager_passes(name: str, build: Callable[[int], Any], capacity: int,
+                   configs: Sequence[tuple[int, str, int]], seed: int) -> list[Pass]:
+    """One manager alone through ``configs`` (batch, scenario, blocks) in order, built
+    and filled first (untimed); the collector runs before the timed part and its settings
+    are the same for every manager's pass. The manager is dropped on return."""
+    manager = build(capacity)
+    prefill(manager, capacity, seed)
+    measure = getattr(manager, "memory_bytes", None)
+    gc.collect()  # cycles the previous pass left, and this one's prefill garbage
+    passes = []
+    for batch, scenario, budget in configs:
+        passes.append(run_config(manager, capacity, batch, scenario, budget, seed))
+        passes[-1].memory = measure() if measure is not None else None
+    return passes
 
 
 def _plot(results: list[dict[str, Any]], path: str) -> None:
@@ -322,27 +356,53 @@ def _warm_core(policies: list[str]) -> None:
         warm.complete_store([BlockHash(b"v" * 32)], success=False)
 
 
+def _result(capacity: int, policy: str, config: tuple[int, str, int], passes: dict[str, Pass]) -> dict[str, Any]:
+    """One row of the per-operation table from the passes of its configuration."""
+    batch, scenario, _ = config
+    memory = passes["impl"].memory or {"state": 0, "hashes": 0}
+    return {
+        "capacity": capacity,
+        "batch": batch,
+        "policy": policy,
+        "scenario": scenario,
+        "timers": {name: one.timer for name, one in passes.items()},
+        "state_bytes_per_block": memory["state"] / capacity,
+        "ghost_bytes_per_block": memory.get("ghosts", 0) / capacity,
+        "hash_bytes_per_block": memory["hashes"] / capacity,
+        "checked": "ref" in passes,
+        "agreed": len(passes["impl"].calls) if "ref" in passes else 0,
+    }
+
+
 def _batch_configs(console: Any, caps: list[int], batches: list[int], policies: list[str],
                    scenarios: list[str], blocks_budget: int, check_limit: int, seed: int,
-                   with_vllm: bool) -> list[dict[str, Any]]:
-    """The per-operation table's configurations, each run (``run_config``)."""
+                   with_vllm: bool, build: dict[str, Callable[[int], Any]] | None = None) -> list[dict[str, Any]]:
+    """The per-operation table's configurations: every manager (``builders``, or
+    ``build``) in passes of its own (``manager_passes``), then the reference's recorded
+    answers compared with the production manager's; raises ``ClickException`` at the
+    first call where they differ. vLLM's manager (another implementation, whose ARC is
+    another algorithm) is timed on the same workload and not compared here."""
     results: list[dict[str, Any]] = []
     for capacity in caps:
+        # Each configuration sees roughly the same number of blocks, at least a few
+        # requests, and at large capacities enough to leave the caches.
+        configs = [(batch, scenario, max(blocks_budget, 8 * batch))
+                   for batch in batches if batch * 4 <= capacity for scenario in scenarios]
+        if not configs:
+            continue
         for policy in policies:
-            managers = build_managers(capacity, policy, capacity <= check_limit, with_vllm)
-            vllm = managers.pop("vllm", None)
-            for batch in (b for b in batches if b * 4 <= capacity):
-                for scenario in scenarios:
-                    # Each configuration sees roughly the same number of blocks, at least
-                    # a few requests, and at large capacities enough to leave the caches.
-                    budget = max(blocks_budget, 8 * batch)
-                    result = run_config(managers, capacity, batch, policy, scenario, budget, seed)
-                    if vllm is not None:
-                        alone = run_config({"vllm": vllm}, capacity, batch, policy, scenario, budget,
-                                           seed, lead="vllm")
-                        result["timers"]["vllm"] = alone["timers"]["vllm"]
-                    results.append(result)
-                    console.print(f"[dim]done: capacity {capacity:,} {policy} batch {batch} {scenario}[/dim]")
+            makers = build if build is not None else builders(policy, capacity <= check_limit, with_vllm)
+            passes = {name: manager_passes(name, make, capacity, configs, seed) for name, make in makers.items()}
+            for number, config in enumerate(configs):
+                by_name = {name: runs[number] for name, runs in passes.items()}
+                if "ref" in by_name:
+                    where = first_disagreement(by_name["ref"].calls, by_name["impl"].calls)
+                    if where is not None:
+                        raise click.ClickException(
+                            f"the reference disagrees with the production manager at capacity {capacity:,} "
+                            f"{policy} batch {config[0]} {config[1]}, {where}")
+                results.append(_result(capacity, policy, config, by_name))
+                console.print(f"[dim]done: capacity {capacity:,} {policy} batch {config[0]} {config[1]}[/dim]")
     return results
 
 
