@@ -47,7 +47,7 @@ def _takes_keyword(factory: Any, name: str) -> bool:
 
 
 #: How often (1 in N) a request is interrupted by ``reset_cache`` (K7) and continues after it.
-RESET_INSIDE_ONE_IN = 6
+RESET_INSIDE_ONE_IN = 4
 
 
 @implements("K5")
@@ -93,6 +93,7 @@ class VllmManagerMachine(ManagerMachine):
         self.positions: dict[bytes, int] = {}  # the open request's key positions (K5)
         self.store_candidates: list[bytes] = []  # the last prepare_store's absent, admitted keys (N2)
         self.finished_requests = 0
+        self.resets_inside = 0  # requests a reset_cache fell inside (K7)
         self.ghost_store_misses = 0  # K6 reports that moved ARC's p
         return VllmManagerView(raw)
 
@@ -102,7 +103,7 @@ class VllmManagerMachine(ManagerMachine):
             ids = (*ids, "K2")
         if ids and ids[0] in ("L3", "A4", "M10"):
             # exact victims also depend on the per-key interface's recency rules
-            ids = (ids[0], *(["K5"] if self.finished_requests else []),
+            ids = (ids[0], *(["K5"] if self.finished_requests else []), *(["K7"] if self.resets_inside else []),
                    *(["K6"] if self.ghost_store_misses else []), *ids[1:])
         super().fail(ids, message, check)
 
@@ -204,8 +205,11 @@ class VllmManagerMachine(ManagerMachine):
                 access.loaded(items)
             self._request_stores(access, data, 1)
             if self._reset_inside(data):
+                before = list(access.observed)
                 access = self.open_request = RequestAccess()  # K7: what it observed before is forgotten
-                self._request_stores(access, data, 0)
+                self._others_store(data, before)
+                if data.draw(st.booleans(), label="goes on"):
+                    self._request_stores(access, data, 1)
         finally:
             self.open_request = None
         self.step()
@@ -222,7 +226,7 @@ class VllmManagerMachine(ManagerMachine):
         self.exercised("K5")
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
-        for _ in range(data.draw(st.integers(0, 2), label="then store")):
+        for _ in range(data.draw(st.integers(0, 3), label="then store")):
             absent = [h for h in self.pool if self.ref(h) is None]
             if not absent:
                 break
@@ -271,6 +275,30 @@ class VllmManagerMachine(ManagerMachine):
             kept.append(h)
         return kept or items[:0]
 
+    def _others_store(self, data: st.DataObject, before: list[bytes]) -> None:
+        """Other requests store (and complete) keys while this one is open, first often
+        the keys it observed ``before`` the reset: those are present again when it
+        finishes, and only K7 says its end leaves them alone."""
+        rounds = data.draw(st.integers(0, 2), label="other requests")
+        if not rounds:
+            return
+        held, self.open_request = self.open_request, None
+        self.log.add("held, m.request = m.request, None")
+        request, self.target.request = self.target.request, None
+        try:
+            if before and data.draw(st.booleans(), label="others store its keys"):
+                self._store_and_complete(before[:self.capacity], data)
+            for _ in range(rounds):
+                absent = [h for h in self.pool if self.ref(h) is None]
+                if not absent:
+                    break
+                items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)),
+                                           unique=True), label="others' keys")
+                self._store_and_complete(items, data)
+        finally:
+            self.log.add("m.request = held")
+            self.target.request, self.open_request = request, held
+
     @implements("K7")
     def _reset_inside(self, data: st.DataObject) -> bool:
         """K7: now and then ``reset_cache`` (and 0.33's ``on_reset_flushed``) while the
@@ -280,6 +308,7 @@ class VllmManagerMachine(ManagerMachine):
         if data.draw(st.integers(1, RESET_INSIDE_ONE_IN), label="reset inside") != RESET_INSIDE_ONE_IN:
             return False
         self.reset_cache()
+        self.resets_inside += 1
         self.exercised("K7")
         return True
 
