@@ -417,8 +417,10 @@ class ManagerJudge:
         stored = set(to_store)
         missing = [h for h in scope.to_store if h not in stored]
         if missing:
-            return Verdict(self.refine(("M5",), missing[0]), f"prepare_store did not store {self.name(missing[0])}, "
-                           f"which is absent (M5.1); block_hashes_to_store is {listed(self.name, to_store)}",
+            admitted = "" if self.admission is None else " and admitted (N2)"
+            return Verdict(self.refine(("M5",) if not admitted else ("N2", "M5"), missing[0]),
+                           f"prepare_store did not store {self.name(missing[0])}, which is absent{admitted} (M5.1); "
+                           f"block_hashes_to_store is {listed(self.name, to_store)}",
                            f"{self.name(missing[0])} in {var}.block_hashes_to_store")
         verdict = victim_fault(evicted, scope.before, scope.protected, scope.need, self.name, var)
         if verdict is not None:
