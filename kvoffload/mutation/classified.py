@@ -91,4 +91,11 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "rule); requests now span a reset now and then, other requests store its keys again "
         "meanwhile, and K7 says its end applies nothing from before the reset (re-judged: L3, "
         "K5, K7)")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_BitXor#4": (UNREACHABLE, (
+        "the skipped-store counter of store_threshold admission computed with ^ : it never raises "
+        "and is read only by get_stats (metrics, no clause); every answer is the same")),
+    _VP + "lru.py|64:66|core/ReplaceBinaryOperator_FloorDiv_Mul#0": (EQUIVALENT, (
+        "`len(self._evictable) * 4` for `// 4` in the rebuild threshold: it only chooses between "
+        "rebuilding the lazy heap and pushing the updated keys; both leave a heap over the same "
+        "evictable keys and ranks, so victims are the same; only time differs")),
 }

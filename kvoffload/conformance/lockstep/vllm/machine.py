@@ -286,7 +286,8 @@ class VllmManagerMachine(ManagerMachine):
         self.log.add("held, m.request = m.request, None")
         request, self.target.request = self.target.request, None
         try:
-            if before and data.draw(st.booleans(), label="others store its keys"):
+            again: bool = data.draw(st.booleans(), label="others store its keys")
+            if before and again:
                 self._store_and_complete(before[:self.capacity], data)
             for _ in range(rounds):
                 absent = [h for h in self.pool if self.ref(h) is None]
