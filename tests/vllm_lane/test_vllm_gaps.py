@@ -17,7 +17,7 @@ from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager, _RequestCacheAc
 from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy  # noqa: E402
 
 from kvoffload.conformance import check_manager  # noqa: E402
-from kvoffload.conformance.machine_base import TargetSetupError  # noqa: E402
+from kvoffload.conformance.lockstep.machine_base import TargetSetupError  # noqa: E402
 from kvoffload.impl.vllm import make_manager  # noqa: E402
 
 BUDGET = {"max_examples": 40}
