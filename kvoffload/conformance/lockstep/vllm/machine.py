@@ -226,7 +226,7 @@ class VllmManagerMachine(ManagerMachine):
         self.exercised("K5")
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
-        for _ in range(data.draw(st.integers(0, 3), label="then store")):
+        for _ in range(data.draw(st.integers(1 if self.positions else 0, 3), label="then store")):
             absent = [h for h in self.pool if self.ref(h) is None]
             if not absent:
                 break
@@ -251,7 +251,8 @@ class VllmManagerMachine(ManagerMachine):
         """K5: no positions, one per key, or one for each key of the first group only;
         equal positions across groups are allowed (vLLM gives a block's keys in every
         group the same end token)."""
-        mode = data.draw(st.sampled_from(("none", "all", "first group")), label="positions")
+        # "all" twice: only then does vLLM order across groups (order_request_keys)
+        mode = data.draw(st.sampled_from(("none", "all", "first group", "all")), label="positions")
         if mode == "none":
             return {}
         keys = self.pool if mode == "all" else [h for h in self.pool if group_index(h) == group_index(self.pool[0])]
