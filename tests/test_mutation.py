@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +32,7 @@ from kvoffload.mutation.session import (  # noqa: E402
     sessions_of,
 )
 from kvoffload.mutation.static import in_unevaluated_annotation  # noqa: E402
-from kvoffload.mutation.targets import REFERENCE_POLICIES  # noqa: E402
+from kvoffload.mutation.targets import REFERENCE_POLICIES, mutant_key  # noqa: E402
 
 
 @pytest.fixture
@@ -111,3 +112,41 @@ def test_mutation_selection_is_scoped_and_seeded(scratch: Path) -> None:
         assert reasons == {SKIP_OUT_OF_SCOPE.split(":")[0], SKIP_EQUIVALENT.split(":")[0], SKIP_NOT_SAMPLED}
         chosen.append(pending)
     assert chosen[0] == chosen[1]
+
+
+def _pending_keys(sessions: list[Any]) -> set[str]:
+    """The report's keys (``mutant_key``) of the mutants a selection left to run."""
+    keys: set[str] = set()
+    for session in sessions:
+        with use_db(str(session.database), WorkDB.Mode.open) as database:
+            keys |= {mutant_key(REFERENCE_POLICIES.name, session.file, item.mutations[0])
+                     for item in database.pending_work_items}
+    return keys
+
+
+def test_mutation_only_selects_the_named_mutants(scratch: Path) -> None:
+    sessions = sessions_of(REFERENCE_POLICIES, scratch)
+    for session in sessions:
+        session.config.write_text(
+            f'[cosmic-ray]\nmodule-path = "{scratch / "src" / "kvo_mut_spec" / session.file}"\n'
+            'timeout = 10.0\nexcluded-modules = []\ntest-command = "false"\n\n'
+            '[cosmic-ray.distributor]\nname = "local"\n'
+        )
+        subprocess.run([sys.executable, "-m", "cosmic_ray.cli", "init", str(session.config),
+                        str(session.database.with_suffix(".init"))], check=True)
+
+    def fresh() -> None:
+        for session in sessions:
+            shutil.copyfile(session.database.with_suffix(".init"), session.database)
+
+    fresh()
+    select(REFERENCE_POLICIES, scratch, sessions, sample=2, seed=5)
+    wanted = _pending_keys(sessions)
+    assert len(wanted) == 2
+    fresh()
+    with pytest.raises(ValueError, match="no in-scope mutant"):
+        select(REFERENCE_POLICIES, scratch, sessions, sample=0, seed=0,
+               only=frozenset({"reference-policies|lru.py|1:1|core/Nothing#0"}))
+    fresh()
+    _, selected = select(REFERENCE_POLICIES, scratch, sessions, sample=7, seed=0, only=frozenset(wanted))
+    assert selected == 2 and _pending_keys(sessions) == wanted

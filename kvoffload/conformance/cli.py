@@ -56,14 +56,16 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
 
 
 def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int | None,
-         steps: int | None, seed: int, interface: str = "contract") -> None:
+         steps: int | None, seed: int, interface: str = "contract", store_threshold: int = 1,
+         max_tracker_size: int | None = None) -> None:
     try:
         loaded = load_factory(factory)
     except FactoryLoadError as error:
         raise click.UsageError(str(error)) from None
     try:
         result = run_conformance(kind, loaded, policy=policy, strict=strict, max_examples=max_examples,
-                                 steps=steps, seed=seed, progress=True, source=factory, interface=interface)
+                                 steps=steps, seed=seed, progress=True, source=factory, interface=interface,
+                                 store_threshold=store_threshold, max_tracker_size=max_tracker_size)
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None
@@ -73,10 +75,19 @@ def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int |
 
 @conform.command()
 @_options(with_policy=True)
+@click.option("--max-tracker-size", type=click.IntRange(min=1), default=None,
+              help="With --store-threshold: passed to the factory too (N2's offer tracker; vLLM's default 64000).")
+@click.option("--store-threshold", type=click.IntRange(min=0), default=1, show_default=True,
+              help="2 or more: pass store_threshold to a vLLM-interface manager's factory and judge its "
+                   "admission (N2).")
 def manager(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
-            seed: int) -> None:
+            seed: int, store_threshold: int, max_tracker_size: int | None) -> None:
     """An OffloadingManager: M0-M10, I1-I8 (and L1-L3 / A1-A6 with --policy lru/arc; K1-K7 for vLLM's interface)."""
-    _run("manager", factory, policy, strict, max_examples, steps, seed, interface)
+    try:
+        _run("manager", factory, policy, strict, max_examples, steps, seed, interface, store_threshold,
+             max_tracker_size)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
 
 
 @conform.command()

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from ..spec import BlockStatus, ContractViolation, ReferenceManager
+from ..spec.admission import ReferenceAdmission
 from ..spec.types import PrepareStoreOutput
 from .lockstep.adopting import AdoptingPolicy
 from .lockstep.strategies import ONE_SHOT_KINDS, OneShot, listed
@@ -224,6 +225,9 @@ class ManagerJudge:
         self.capacity, self.policy, self.events_on, self.name = capacity, policy, events, name
         self.sources = sources  # keep the expressions that read block ids (for checks)
         self.calls: list[tuple[str, list[Any], dict[str, Any]]] | None = [] if explain_m10 else None
+        #: N2 admission (vLLM targets built with ``store_threshold`` >= 2): the model stores
+        #: only what it admits; it survives ``reset`` as vLLM's offer tracker does
+        self.admission: ReferenceAdmission | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -264,13 +268,16 @@ class ManagerJudge:
         """Call ``target.method(argument)`` then the model with ``items`` (the hashes the
         argument yields, in order) and judge the call (M0, M9, then the method's clauses)."""
         typed = all(type(h) is bytes for h in items)  # M9's badly typed calls have no scope
-        scope = StoreScope.of(self.model, items) if method == "prepare_store" and typed else None
+        model_items = items
+        if method == "prepare_store" and typed and self.admission is not None:
+            model_items = self.admission.offer(items, lambda h: self.ref(h) is not None)  # N2
+        scope = StoreScope.of(self.model, model_items) if method == "prepare_store" and typed else None
         target_out = invoke(getattr(target, method), argument, **keywords)
         if scope is not None:
             self._adopt(target_out, scope)
         failing = set() if keywords.get("success", True) else {h for h in items if self.ref(h) == -1}
-        model_out = invoke(getattr(self.model, method), list(items), **keywords)
-        self.record(method, items, **keywords)
+        model_out = invoke(getattr(self.model, method), list(model_items), **keywords)
+        self.record(method, model_items, **keywords)
         step = Step(model_out, target_out)
         if isinstance(argument, OneShot) and argument.reiterated:
             step.verdict = Verdict(("M0",), f"{method} iterated its one-shot hashes argument a second time "
@@ -367,12 +374,27 @@ class ManagerJudge:
                                f"hashes, {scope.free} free blocks and {scope.evictable} ready idle blocks outside "
                                "the input", f"{var} is not None")
             return None
-        verdict = self._store_output(scope, expected, got, var)
+        verdict = self._admitted(scope, got, var) or self._store_output(scope, expected, got, var)
         if verdict is not None:
             return verdict
         for victim in got.block_hashes_evicted:
             self.id_of.pop(victim, None)
         return self._store_spec(got, len(scope.to_store), var)
+
+    def _admitted(self, scope: StoreScope, got: Any, var: str) -> Verdict | None:
+        """N2: with admission on, an absent key stores only once offered ``store_threshold`` times."""
+        if self.admission is None:
+            return None
+        stored = getattr(got, "block_hashes_to_store", None)
+        if not isinstance(stored, (list, tuple)):
+            return None  # not a PrepareStoreOutput: M5's shape check reports it
+        early = [h for h in stored if h not in scope.before and h not in scope.to_store]
+        if not early:
+            return None
+        count = self.admission.counts.get(early[0], 0)
+        return Verdict(("N2", "M5"), f"prepare_store stored {self.name(early[0])}, offered {count} time(s) so far, "
+                       f"but store_threshold is {self.admission.store_threshold} (N2: not admitted yet)",
+                       f"{self.name(early[0])} not in {var}.block_hashes_to_store")
 
     def _store_output(self, scope: StoreScope, expected: Any, got: Any, var: str) -> Verdict | None:
         fields = ("block_hashes_to_store", "store_spec", "block_hashes_evicted")
@@ -385,8 +407,10 @@ class ManagerJudge:
         stored = set(to_store)
         missing = [h for h in scope.to_store if h not in stored]
         if missing:
-            return Verdict(self.refine(("M5",), missing[0]), f"prepare_store did not store {self.name(missing[0])}, "
-                           f"which is absent (M5.1); block_hashes_to_store is {listed(self.name, to_store)}",
+            admitted = "" if self.admission is None else " and admitted (N2)"
+            return Verdict(self.refine(("M5",) if not admitted else ("N2", "M5"), missing[0]),
+                           f"prepare_store did not store {self.name(missing[0])}, which is absent{admitted} (M5.1); "
+                           f"block_hashes_to_store is {listed(self.name, to_store)}",
                            f"{self.name(missing[0])} in {var}.block_hashes_to_store")
         verdict = victim_fault(evicted, scope.before, scope.protected, scope.need, self.name, var)
         if verdict is not None:

@@ -64,20 +64,27 @@ def machine_for(
     strict: bool = False,
     stats: RunStats | None = None,
     interface: str = "contract",
+    admission: tuple[int, int | None] = (1, None),
 ) -> type[ConformanceMachine]:
     """A machine class bound to one target factory and mode (usable with hypothesis directly);
-    ``interface="vllm"``: the target is written against vLLM's interfaces (K1–K8)."""
+    ``interface="vllm"``: the target is written against vLLM's interfaces (K1–K8);
+    ``admission``: ``(store_threshold, max_tracker_size)`` passed to a vLLM manager's
+    factory and applied by the model when the threshold is 2 or more (N2)."""
     base = MACHINES[kind]
     if interface == "vllm":
         from .lockstep.vllm.machines import vllm_machine
 
         base = vllm_machine(kind)
-    attributes = {
+    attributes: dict[str, Any] = {
         "factory_ref": factory,
         "policy_mode": policy,
         "strict": strict,
         "stats": stats if stats is not None else RunStats(),
     }
+    if admission[0] >= 2:
+        if interface != "vllm" or kind != "manager":
+            raise ValueError("store_threshold >= 2 (N2) applies to managers written against vLLM's interface")
+        attributes.update(store_threshold=admission[0], max_tracker_size=admission[1])
     return type(f"{base.__name__}For{policy.capitalize()}{'Strict' if strict else ''}", (base,), attributes)
 
 
@@ -178,9 +185,14 @@ def run_conformance(
     source: str | None = None,
     shrink: bool = True,
     interface: str = "auto",
+    store_threshold: int = 1,
+    max_tracker_size: int | None = None,
 ) -> ConformanceResult:
     """Check one target; raises ``TargetSetupError`` if the factory cannot build it,
     ``ValueError`` for bad arguments.
+
+    ``store_threshold`` >= 2 (vLLM-interface managers): the factory is called with that
+    keyword (and ``max_tracker_size`` when given) and the model admits stores as N2 says.
 
     ``shrink=False`` reports the first failing example as found, unshrunk: the same
     verdict and clause detection for a fraction of the time (the reproduction is longer).
@@ -198,7 +210,11 @@ def run_conformance(
     interface = resolve_interface(kind, check_builds(kind, factory, reference.source), interface)
     label = f"{kind} {reference.source}"
     stats = RunStats(progress=progress, label=label)
-    machine = machine_for(kind, reference, policy, strict, stats, interface)
+    if type(store_threshold) is not int or store_threshold < 0:
+        raise ValueError(f"N2: store_threshold={store_threshold!r} must be a non-negative integer")
+    if max_tracker_size is not None and (type(max_tracker_size) is not int or max_tracker_size < 1):
+        raise ValueError(f"N2: max_tracker_size={max_tracker_size!r} must be a positive integer")
+    machine = machine_for(kind, reference, policy, strict, stats, interface, (store_threshold, max_tracker_size))
     settings = conformance_settings(max_examples, steps, shrink=shrink)
     test = hypothesis.seed(seed)(state_machine_test(machine, settings=settings))
     result = ConformanceResult(

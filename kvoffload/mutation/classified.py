@@ -42,11 +42,12 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _VP + "lru.py|55:27|core/ReplaceComparisonOperator_Lt_IsNot#0": (EQUIVALENT, (
         "heap compaction only when the heap size is exactly the bound: compaction rebuilds the "
         "lazy heap from the same ranks, so victims are the same; only memory and time differ")),
-    _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_Gt#0": (NOT_EQUIVALENT, (
+    _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_Gt#0": (KILLED_NOW, (
         "order_request_keys never sorts by token position: visible only when the request context "
         "gives key positions across several KV cache groups (the manager already sorts each "
-        "group). The suite's requests carry no positions and one group, and the contract's K5 "
-        "speaks of request order only: a gap, not fixed")),
+        "group). It survived the suite as it was (no positions, keys of unrelated groups); the "
+        "suite now gives requests positions over two interleaved groups (K5) and kills it "
+        "(re-judged: L3, K5 on the LRU manager)")),
     _RL + "57:28|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
         "`len(victims) >= n` for `==`: victims grow one at a time from 0, so the loop stops at the "
         "same length")),
@@ -67,12 +68,15 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _M + "63:30|core/ReplaceFalseWithTrue#1": (UNREACHABLE, (
         "the default of `enable_events` becomes True: the factory convention always passes "
         "enable_events, so the default is never used")),
-    _M + "279:73|core/ReplaceBinaryOperator_Sub_Mod#4": (UNREACHABLE, (
-        "the skipped-store counter of store_threshold admission (`self.counts is not None`): off "
-        "under the factory convention, and read only by get_stats")),
-    _M + "277:43|core/ReplaceComparisonOperator_GtE_Eq#4": (UNREACHABLE, (
-        "store_threshold admission (`self.counts is not None`): off under the factory convention "
-        "(vLLM's default store_threshold=1)")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_Mod#4": (KILLED_NOW, (
+        "the skipped-store counter of store_threshold admission computed with % : with admission "
+        "on and nothing admitted, `n % 0` raises ZeroDivisionError inside prepare_store. Unreachable "
+        "under the factory convention; the admission suite (--store-threshold 2, N2) kills it "
+        "(re-judged)")),
+    _M + "277:43|core/ReplaceComparisonOperator_GtE_Eq#4": (KILLED_NOW, (
+        "store_threshold admission admits a key only on exactly its threshold-th offer, never "
+        "after: unreachable under the factory convention; the admission suite (--store-threshold "
+        "2, N2) kills it (re-judged)")),
     _M + "225:52|core/NumberReplacer#29": (UNREACHABLE, (
         "the evictable count is not lowered on a 0 -> 1 load: prepare_store's early `return None` "
         "is skipped but the policy's evict still refuses, so every answer is the same; only "
@@ -81,9 +85,17 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "fresh chunks counted as capacity XOR allocated: after a failed store a chunk id equal to "
         "the capacity is handed out (a write past the CPU buffer). It survived the suite as it "
         "was; the suite now checks B4's range of CPU block ids and kills it (re-judged)")),
-    _M + "405:12|core/ReplaceOrWithAnd#3": (NOT_EQUIVALENT, (
-        "on_request_finished applies a request that began before reset_cache to the new cache "
-        "generation. The machine opens and finishes a request within one rule, so a reset never "
-        "falls inside a request: a gap in generation (and K7 does not yet say what such a request "
-        "may update); not fixed")),
+    _M + "405:12|core/ReplaceOrWithAnd#3": (KILLED_NOW, (
+        "on_request_finished applies what a request observed before reset_cache to the new cache "
+        "generation. It survived the suite as it was (a request opened and finished within one "
+        "rule); requests now span a reset now and then, other requests store its keys again "
+        "meanwhile, and K7 says its end applies nothing from before the reset (re-judged: L3, "
+        "K5, K7)")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_BitXor#4": (UNREACHABLE, (
+        "the skipped-store counter of store_threshold admission computed with ^ : it never raises "
+        "and is read only by get_stats (metrics, no clause); every answer is the same")),
+    _VP + "lru.py|64:66|core/ReplaceBinaryOperator_FloorDiv_Mul#0": (EQUIVALENT, (
+        "`len(self._evictable) * 4` for `// 4` in the rebuild threshold: it only chooses between "
+        "rebuilding the lazy heap and pushing the updated keys; both leave a heap over the same "
+        "evictable keys and ranks, so victims are the same; only time differs")),
 }

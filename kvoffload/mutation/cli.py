@@ -55,8 +55,11 @@ def _finish(target_name: str, workdir: Path, header: str, report: Path | None, c
 @click.option("--report", type=click.Path(path_type=Path), default=None, help="also write the markdown here")
 @click.option("--check", is_flag=True, help="exit 1 if a mutant survives that is not classified equivalent")
 @click.option("--resume", is_flag=True, help="keep the sessions in --workdir: judge what is left and the survivors again")
+@click.option("--only", "only", multiple=True, metavar="KEY",
+              help="judge only this mutant (its key as the report lists it, target|file|line:col|operator#n); "
+                   "repeatable; replaces --sample")
 def run(target_name: str, sample: int, seed: int, workdir: Path | None, python: str | None,
-        timeout: float, report: Path | None, check: bool, resume: bool) -> None:
+        timeout: float, report: Path | None, check: bool, resume: bool, only: tuple[str, ...]) -> None:
     """Copy the target's files, let cosmic-ray mutate them, judge each mutant with the suite."""
     _need_cosmic_ray()
     from .session import run_target
@@ -66,11 +69,17 @@ def run(target_name: str, sample: int, seed: int, workdir: Path | None, python: 
     if python is None:
         python = os.environ.get("KVOFFLOAD_VLLM_PYTHON", DEFAULT_VLLM_PYTHON) if target.needs_vllm else sys.executable
     started = time.monotonic()
-    in_scope, chosen = run_target(target, workdir, python, sample, seed, timeout, resume)
+    try:
+        in_scope, chosen = run_target(target, workdir, python, sample, seed, timeout, resume, frozenset(only))
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
     seconds = time.monotonic() - started
     what = f"a seeded sample of {chosen} (seed {seed})" if chosen < in_scope else f"all {chosen}"
+    selection = f" --sample {sample} --seed {seed}" if sample else ""
+    if only:
+        what, selection = f"{chosen} chosen", "".join(f" --only '{key}'" for key in only)
     header = (f"### `{target_name}`: {what} of {in_scope} in-scope mutants, {seconds / 60:.1f} min\n\n"
-              f"`kvoffload mutation run --target {target_name}" + (f" --sample {sample} --seed {seed}" if sample else "") + "`")
+              f"`kvoffload mutation run --target {target_name}{selection}`")
     _finish(target_name, workdir, header, report, check)
 
 

@@ -1,6 +1,7 @@
 """The kill test of one mutant: the conformance suite at its default settings.
 
-Each suite is ``run_conformance(kind, factory, policy=mode)`` with the default budget,
+Each suite is ``run_conformance(kind, factory, policy=mode)`` (with ``store_threshold`` for
+the admission suite, N2) with the default budget,
 seed 0 and the interface detected from the target, as ``kvoffload conform`` runs it; only
 shrinking is off (``shrink=False``: the same verdict and clauses, found the same way, for
 a fraction of the time — the shrunk reproduction is not needed to call a mutant killed).
@@ -27,8 +28,9 @@ def suite_factory(suite: Suite) -> Callable[..., Any]:
     if policy_name is None:
         return built  # type: ignore[no-any-return]
 
-    def make_manager(num_blocks: int, enable_events: bool = False) -> Any:
-        return built(num_blocks, cache_policy=policy_name, enable_events=enable_events)
+    def make_manager(num_blocks: int, enable_events: bool = False, **admission: int) -> Any:
+        # admission: store_threshold / max_tracker_size of the N2 suite, as vLLM takes them
+        return built(num_blocks, cache_policy=policy_name, enable_events=enable_events, **admission)
 
     return make_manager
 
@@ -39,7 +41,8 @@ def judge(target_name: str, file: str) -> int:
 
     for suite in TARGETS[target_name].suites[file]:
         try:
-            result = run_conformance(suite.kind, suite_factory(suite), policy=suite.mode, shrink=False)
+            result = run_conformance(suite.kind, suite_factory(suite), policy=suite.mode, shrink=False,
+                                     store_threshold=suite.store_threshold, max_tracker_size=suite.max_tracker_size)
         except Exception:  # noqa: BLE001 - a mutant that breaks construction is caught too
             print(f"CRASH {suite.label}\n{traceback.format_exc(limit=6)}")
             return 2

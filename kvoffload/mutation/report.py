@@ -11,7 +11,7 @@ from typing import Any
 from .classified import CLASSIFIED, EQUIVALENT, KILLED_NOW, UNREACHABLE
 from .session import SKIP_EQUIVALENT, SKIP_NOT_SAMPLED, SKIP_OUT_OF_SCOPE, copy_of, sessions_of
 from .static import ANNOTATION_REASON, OVERRIDE_REASON, in_unevaluated_annotation, removes_override
-from .targets import Target
+from .targets import Target, mutant_key
 
 __all__ = ["FileTally", "Survivor", "render", "tally"]
 
@@ -44,9 +44,7 @@ class FileTally:
 
 
 def _key(target: Target, file: str, mutation: Any) -> str:
-    line, column = mutation.start_pos
-    # the occurrence too: NumberReplacer makes two mutants (+1, -1) at one position
-    return f"{target.name}|{file}|{line}:{column}|{mutation.operator_name}#{mutation.occurrence}"
+    return mutant_key(target.name, file, mutation)
 
 
 def _classify(target: Target, copy: Path, key: str, mutation: Any) -> tuple[str, str]:

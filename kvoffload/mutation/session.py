@@ -22,7 +22,7 @@ from typing import Any
 
 from .scratch import build_scratch, source_dir
 from .static import ANNOTATION_REASON, in_unevaluated_annotation
-from .targets import Target
+from .targets import Target, mutant_key
 
 __all__ = ["Session", "SKIP_EQUIVALENT", "SKIP_OUT_OF_SCOPE", "SKIP_NOT_SAMPLED", "copy_of", "run_target", "sessions_of"]
 
@@ -80,13 +80,16 @@ def copy_of(target: Target, workdir: Path, file: str) -> Path:
     return workdir / "src" / target.package / file
 
 
-def select(target: Target, workdir: Path, sessions: list[Session], sample: int, seed: int) -> tuple[int, int]:
+def select(target: Target, workdir: Path, sessions: list[Session], sample: int, seed: int,
+           only: frozenset[str] = frozenset()) -> tuple[int, int]:
     """Skip out-of-scope mutants and those equivalent by construction (``static.py``) and, when ``sample > 0``, all but ``sample`` of the rest
     drawn with ``random.Random(seed)`` over the target's in-scope mutants in a fixed order
-    (file, then cosmic-ray's job order by position). Returns (in scope, selected)."""
+    (file, then cosmic-ray's job order by position); ``only``: exactly the in-scope mutants
+    of these keys (``mutant_key``), to judge chosen ones again. Returns (in scope, selected)."""
     from cosmic_ray.work_db import WorkDB, use_db
 
     in_scope: list[tuple[Session, str]] = []
+    keys: list[str] = []
     for session in sessions:
         with use_db(str(session.database), WorkDB.Mode.open) as database:
             items = sorted(database.work_items, key=lambda w: _position(w.mutations[0]))
@@ -98,8 +101,14 @@ def select(target: Target, workdir: Path, sessions: list[Session], sample: int, 
                     _skip(database, item.job_id, SKIP_EQUIVALENT + ANNOTATION_REASON)
                 else:
                     in_scope.append((session, item.job_id))
+                    keys.append(mutant_key(target.name, session.file, item.mutations[0]))
     chosen = set(range(len(in_scope)))
-    if 0 < sample < len(in_scope):
+    if only:
+        unknown = sorted(only.difference(keys))
+        if unknown:
+            raise ValueError(f"no in-scope mutant of {target.name} is named {', '.join(unknown)}")
+        chosen = {index for index, key in enumerate(keys) if key in only}
+    elif 0 < sample < len(in_scope):
         chosen = set(random.Random(seed).sample(range(len(in_scope)), sample))
     for session in sessions:
         with use_db(str(session.database), WorkDB.Mode.open) as database:
@@ -155,7 +164,7 @@ def _counts(sessions: list[Session]) -> tuple[int, int]:
 
 
 def run_target(target: Target, workdir: Path, python: str, sample: int, seed: int, timeout: float,
-               resume: bool = False) -> tuple[int, int]:
+               resume: bool = False, only: frozenset[str] = frozenset()) -> tuple[int, int]:
     """Copy, init, select, execute. Returns (in-scope mutants, mutants run). ``resume``:
     keep the sessions, judge the mutants not judged yet and the survivors again."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -171,7 +180,7 @@ def run_target(target: Target, workdir: Path, python: str, sample: int, seed: in
             session.database.unlink(missing_ok=True)
             _write_config(session, scratch / target.package / session.file, socket_path, timeout)
             _cosmic_ray("init", str(session.config), str(session.database))
-        counts = select(target, workdir, sessions, sample, seed)
+        counts = select(target, workdir, sessions, sample, seed, only)
     server = _start_server(target, python, scratch, socket_path, workdir / "server.log")
     try:
         for session in sessions:

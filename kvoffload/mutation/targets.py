@@ -8,8 +8,9 @@ mutant of ``policies/base.py`` is what the copied manager and policies run on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "REFERENCE_POLICIES"]
+__all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "REFERENCE_POLICIES", "mutant_key"]
 
 
 @dataclass(frozen=True)
@@ -23,10 +24,24 @@ class Suite:
     module: str
     attribute: str
     cache_policy: str | None = None
+    #: N2: >= 2 builds the manager with vLLM's store admission and judges it (``--store-threshold``)
+    store_threshold: int = 1
+    max_tracker_size: int | None = None
 
     @property
     def label(self) -> str:
-        return f"{self.kind} --policy {self.mode} ({self.module}:{self.attribute})"
+        admission = ""
+        if self.store_threshold >= 2:
+            admission = f" --store-threshold {self.store_threshold}" + (
+                f" --max-tracker-size {self.max_tracker_size}" if self.max_tracker_size else "")
+        return f"{self.kind} --policy {self.mode}{admission} ({self.module}:{self.attribute})"
+
+
+def mutant_key(target_name: str, file: str, mutation: Any) -> str:
+    """A mutant's stable name: target, file, position, operator and occurrence."""
+    line, column = mutation.start_pos
+    # the occurrence too: NumberReplacer makes two mutants (+1, -1) at one position
+    return f"{target_name}|{file}|{line}:{column}|{mutation.operator_name}#{mutation.occurrence}"
 
 
 @dataclass(frozen=True)
@@ -48,8 +63,14 @@ class Target:
     out_of_scope: dict[str, str] = field(default_factory=dict)
 
 
-def _vllm_manager(mode: str) -> Suite:
-    return Suite("manager", mode, "kvo_mut_vllm_cpu.manager", "CPUOffloadingManager", cache_policy=mode)
+def _vllm_manager(mode: str, store_threshold: int = 1, max_tracker_size: int | None = None) -> Suite:
+    return Suite("manager", mode, "kvo_mut_vllm_cpu.manager", "CPUOffloadingManager", cache_policy=mode,
+                 store_threshold=store_threshold, max_tracker_size=max_tracker_size)
+
+
+#: The admission suite (N2): threshold 2 and a tracker smaller than the suite's key pools,
+#: so that offers are pushed out of it too (vLLM's ``_record_accesses``).
+_ADMISSION_SUITE = _vllm_manager("lru", store_threshold=2, max_tracker_size=6)
 
 
 def _vllm_policy(mode: str) -> Suite:
@@ -58,10 +79,6 @@ def _vllm_policy(mode: str) -> Suite:
 
 
 _STATS = "metrics only (get_stats): no contract clause, the suite does not read them"
-_ADMISSION = (
-    "store_threshold >= 2 admission (_record_accesses): off under the factory convention "
-    "f(num_blocks=, enable_events=), vLLM's default store_threshold=1"
-)
 _DEFAULTS = "CachePolicy's defaults for out-of-tree policies: LRU and ARC override both hooks"
 _REGISTRY = "registry of out-of-tree policies: the factory convention names 'lru'/'arc' only"
 
@@ -72,7 +89,7 @@ VLLM_CPU = Target(
     files=("manager.py", "policies/base.py", "policies/lru.py", "policies/arc.py", "policies/factory.py"),
     rewrites=(("vllm.v1.kv_offload.cpu.policies", "kvo_mut_vllm_cpu.policies"),),
     suites={
-        "manager.py": (_vllm_manager("lru"), _vllm_manager("arc")),
+        "manager.py": (_vllm_manager("lru"), _vllm_manager("arc"), _ADMISSION_SUITE),
         "policies/base.py": (_vllm_policy("lru"), _vllm_manager("lru"), _vllm_policy("arc"), _vllm_manager("arc")),
         "policies/lru.py": (_vllm_policy("lru"), _vllm_manager("lru")),
         "policies/arc.py": (_vllm_policy("arc"), _vllm_manager("arc")),
@@ -81,7 +98,6 @@ VLLM_CPU = Target(
     needs_vllm=True,
     out_of_scope={
         "manager.py:get_stats": _STATS,
-        "manager.py:_record_accesses": _ADMISSION,
         "policies/factory.py:register_cache_policy": _REGISTRY,
         "policies/base.py:on_store_miss": _DEFAULTS,
         "policies/base.py:on_request_finished": _DEFAULTS,

@@ -14,7 +14,7 @@ interfaces, executed by ``kvoffload.conformance.lockstep.vllm``; this module hol
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .arc import ReferenceARCPolicy
 from .clauses import implements
@@ -84,20 +84,37 @@ def group_index(key: bytes) -> int:
 
 
 @implements("K5")
-def request_order(access: RequestAccess) -> list[bytes]:
-    """K5: the order a finished request's keys are applied in: grouped by KV cache group
-    (ascending group index), first observation first within a group (stable sort)."""
-    return sorted(access.observed, key=group_index)
+def request_order(access: RequestAccess, positions: Mapping[bytes, int] | None = None) -> list[bytes]:
+    """K5: the order a finished request's keys are applied in. Grouped by KV cache group
+    (ascending group index), first observation first within a group; a group whose keys
+    all have an end-token position (``positions``, the request context's) is ordered by
+    position instead; when every key has one, all of them are ordered by position, the
+    groups' order breaking ties (stable sorts, as vLLM's manager and
+    ``order_request_keys`` do)."""
+    positions = positions or {}
+    groups: dict[int, list[bytes]] = {}
+    for key in access.observed:
+        groups.setdefault(group_index(key), []).append(key)
+    keys: list[bytes] = []
+    for group in sorted(groups):
+        members = groups[group]
+        if all(k in positions for k in members):
+            members = sorted(members, key=positions.__getitem__)
+        keys.extend(members)
+    if all(k in positions for k in keys):
+        keys.sort(key=positions.__getitem__)
+    return keys
 
 
 @implements("K5")
-def arc_request_finished(policy: ReferenceARCPolicy, access: RequestAccess) -> None:
+def arc_request_finished(policy: ReferenceARCPolicy, access: RequestAccess,
+                         positions: Mapping[bytes, int] | None = None) -> None:
     """K5 for ARC: walking the observed keys last to first (P4 order), a key the request
     only inserted keeps its list and moves to its most-recent end (a store is not a
     second use); a key it reused moves from T1 to T2's most-recent end, or to T2's
     most-recent end; any other key is left alone. (LRU: ``touch`` of ``request_order``.)"""
     insertion_only = access.inserted - access.reused
-    for raw in reversed(request_order(access)):
+    for raw in reversed(request_order(access, positions)):
         key = BlockHash(raw)
         if key in insertion_only:
             for lst in (policy.t1, policy.t2):

@@ -20,6 +20,24 @@ from vllm.v1.kv_offload.base import (
 from vllm.v1.kv_offload.cpu.common import CPULoadStoreSpec
 
 
+def _prefix_order(seen: Iterable[bytes], req_context: Any) -> list[bytes]:
+    """vLLM's order of a finished request's keys (K5): by group; a group whose keys all
+    have a position by position; every key by position when all have one."""
+    groups: dict[int, list[bytes]] = {}
+    for k in seen:
+        groups.setdefault(int.from_bytes(k[-4:], "big"), []).append(k)
+    position = req_context.get_offload_key_position
+    keys: list[bytes] = []
+    for group in sorted(groups):
+        members = groups[group]
+        if all(position(k) is not None for k in members):
+            members.sort(key=position)
+        keys.extend(members)
+    if all(position(k) is not None for k in keys):
+        keys.sort(key=position)
+    return keys
+
+
 class OutsideLRUManager(OffloadingManager):  # type: ignore[misc]
     """``bug``: "pending_is_miss" (K1), "restores_resident" (K2), "no_finish_recency" (K5),
     "reset_keeps_blocks" (K7), or "" for none."""
@@ -109,7 +127,7 @@ class OutsideLRUManager(OffloadingManager):  # type: ignore[misc]
     def on_request_finished(self, req_context: Any) -> None:
         seen = self.seen.pop(req_context.req_id, {})
         if self.bug != "no_finish_recency":
-            self.touch(sorted(seen, key=lambda k: int.from_bytes(k[-4:], "big")), req_context)
+            self.touch(_prefix_order(seen, req_context), req_context)
 
     def take_events(self) -> Iterable[Any]:
         if self.events is not None:

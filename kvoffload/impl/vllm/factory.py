@@ -5,12 +5,14 @@ from __future__ import annotations
 from functools import partial
 
 from ..manager import MANAGER_POLICIES, CPUOffloadingManager
+from .admission import StoreAdmission
 from .manager import KVOffloadingManager
 
 __all__ = ["make_manager"]
 
 
-def make_manager(num_blocks: int, policy: str = "lru", enable_events: bool = False) -> KVOffloadingManager:
+def make_manager(num_blocks: int, policy: str = "lru", enable_events: bool = False, store_threshold: int = 0,
+                 max_tracker_size: int = 64_000) -> KVOffloadingManager:
     """A ``KVOffloadingManager`` over ``num_blocks`` CPU blocks, ready for vLLM 0.32's
     ``OffloadingManager`` calls, built without an ``OffloadingConfig``.
 
@@ -18,7 +20,8 @@ def make_manager(num_blocks: int, policy: str = "lru", enable_events: bool = Fal
     policy (``"lru"``, ``"arc"``, ``"s3fifo"`` or ``"sieve"``, exact; S1–S4, F, V) and events setting, and answers as
     vLLM's own ``CPUOffloadingManager(num_chunks=num_blocks, cache_policy="lru")`` does
     for LRU: keys are ``OffloadKey`` bytes, block ids lie in ``[0, num_blocks)``.
-    Bad arguments raise ``ValueError`` here, before anything is built::
+    ``store_threshold`` >= 2 turns on vLLM's store admission (N2; ``max_tracker_size``
+    offers tracked). Bad arguments raise ``ValueError`` here, before anything is built::
 
         from kvoffload.impl.vllm import make_manager
         from vllm.v1.kv_offload.base import ReqContext
@@ -33,6 +36,10 @@ def make_manager(num_blocks: int, policy: str = "lru", enable_events: bool = Fal
     if not isinstance(policy, str) or policy not in MANAGER_POLICIES:
         raise ValueError(f"S4: policy={policy!r} is not one of {list(MANAGER_POLICIES)}")
     # The adapter builds its first core at once: a bad num_blocks raises there (S4).
+    for name, value, least in (("store_threshold", store_threshold, 0), ("max_tracker_size", max_tracker_size, 1)):
+        if type(value) is not int or value < least:
+            raise ValueError(f"N2: {name}={value!r} must be an integer >= {least}")
     return KVOffloadingManager(
-        partial(CPUOffloadingManager, num_blocks, policy=policy, enable_events=bool(enable_events))
+        partial(CPUOffloadingManager, num_blocks, policy=policy, enable_events=bool(enable_events)),
+        admission=StoreAdmission(store_threshold, max_tracker_size),
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from itertools import chain, filterfalse, islice
+from itertools import chain, filterfalse, groupby, islice
 from operator import itemgetter, lt
 from typing import Any, cast
 
@@ -58,6 +58,19 @@ def _keys(keys: Iterable[bytes]) -> list[BlockHash]:
 #: An ``OffloadKey``'s group index bytes, big-endian: they order as vLLM's integer does
 #: (a C-level key function: no Python frame per key).
 _group = itemgetter(slice(-4, None))
+
+
+@implements("K5")
+def _positioned_groups(keys: list[bytes], positions: Mapping[bytes, int]) -> list[bytes]:
+    """K5: ``keys`` (sorted by group) with each group whose keys all have a position
+    ordered by position, as vLLM's manager orders a group before its policy sees it."""
+    ordered: list[bytes] = []
+    for _, members in groupby(keys, key=_group):
+        group = list(members)
+        if all(k in positions for k in group):
+            group.sort(key=positions.__getitem__)
+        ordered.extend(group)
+    return ordered
 
 
 class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
@@ -276,7 +289,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         except KeyError:  # a key without a position: groups, first seen first
             keys = list(dict.fromkeys(keys))
             keys.sort(key=_group)
-            return keys
+            return _positioned_groups(keys, positions) if positions else keys
         if all(map(lt, order, islice(order, 1, None))):
             # Strictly increasing positions (the usual case): the keys are distinct (a
             # key has one position) and in order already: no dedup, no sort.

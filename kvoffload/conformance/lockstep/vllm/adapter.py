@@ -73,6 +73,13 @@ class VllmManagerView:
             on_new(ctx)
         return ctx
 
+    @implements("K5")
+    def set_positions(self, positions: dict[bytes, int]) -> None:
+        """K5: the current request's end-token position of each key (vLLM's scheduler
+        records them with ``ReqContext.set_offload_key_position``)."""
+        for key, position in positions.items():
+            self.request.set_offload_key_position(key, position)
+
     def finish_request(self) -> None:
         """``on_request_finished`` of the current request (K5); later calls are requests
         of their own again."""

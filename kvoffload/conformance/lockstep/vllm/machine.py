@@ -14,15 +14,19 @@ target seen through ``VllmManagerView`` (K2), plus what only the per-key interfa
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
+from hypothesis.stateful import initialize, precondition, rule
 
 from ....spec import ReferenceARCPolicy
+from ....spec.admission import DEFAULT_MAX_TRACKER_SIZE, ReferenceAdmission
 from ....spec.types import BlockHash
-from ....spec.keyed import RequestAccess, arc_request_finished, expected_lookup, request_order
+from ....spec.clauses import implements
+from ....spec.keyed import RequestAccess, arc_request_finished, expected_lookup, group_index, request_order
 from ...judge import invoke
+from ..machine_base import TargetSetupError
 from ..manager_machine import ManagerMachine
 from .adapter import VllmManagerView
 
@@ -33,15 +37,63 @@ __all__ = ["VllmManagerMachine"]
 BATCH_CLAUSES = {"M0", "M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8"}
 
 
+def _takes_keyword(factory: Any, name: str) -> bool:
+    """Whether ``factory`` accepts the keyword ``name`` (or any keyword)."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return True  # unknown: let the call tell
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+#: How often (1 in N) a request is interrupted by ``reset_cache`` (K7) and continues after it.
+RESET_INSIDE_ONE_IN = 4
+
+
+@implements("K5")
+def grouped_pool(pool: list[bytes]) -> list[bytes]:
+    """K5: the pool as vLLM's ``OffloadKey``s of two KV cache groups (hash + 4-byte
+    big-endian group index), interleaved: every fourth key from the second is the
+    first group's key of the same block hash (one block, two groups)."""
+    keys: list[bytes] = []
+    for index, key in enumerate(pool):
+        if index % 4 == 1:
+            key = pool[index - 1]  # the twin: same hash, group 1
+        keys.append(key + (index % 2).to_bytes(4, "big"))
+    return list(dict.fromkeys(keys))
+
+
 class VllmManagerMachine(ManagerMachine):
     extra_imports = ("from kvoffload.conformance.lockstep.vllm import as_contract_manager",)
+    #: N2: ``store_threshold`` >= 2 is passed to the factory and the model admits as N2 says
+    store_threshold: ClassVar[int] = 1
+    max_tracker_size: ClassVar[int | None] = None
+
+    @initialize(data=st.data())
+    def setup(self, data: st.DataObject) -> None:
+        super().setup(data)
+        self.pool = grouped_pool(self.pool)
+        if self.store_threshold >= 2:
+            self.judge.admission = ReferenceAdmission(self.store_threshold,
+                                                      self.max_tracker_size or DEFAULT_MAX_TRACKER_SIZE)
+            self.exercised("N2")
 
     def build(self, **arguments: Any) -> Any:
+        if self.store_threshold >= 2:  # N2, as vLLM's CPUOffloadingManager takes it
+            if not _takes_keyword(self.factory_ref.factory, "store_threshold"):
+                raise TargetSetupError(f"{self.factory_ref.source} takes no store_threshold keyword: "
+                                       "--store-threshold (N2) needs a factory that passes it to the manager")
+            arguments["store_threshold"] = self.store_threshold
+            if self.max_tracker_size is not None:
+                arguments["max_tracker_size"] = self.max_tracker_size
         raw = super().build(**arguments)
         self.construct = f"as_contract_manager({self.construct})"
         self.stats.skipped.add("M9 (bad types: vLLM's interface types keys statically only)")
         self.open_request: RequestAccess | None = None
+        self.positions: dict[bytes, int] = {}  # the open request's key positions (K5)
+        self.store_candidates: list[bytes] = []  # the last prepare_store's absent, admitted keys (N2)
         self.finished_requests = 0
+        self.resets_inside = 0  # requests a reset_cache fell inside (K7)
         self.ghost_store_misses = 0  # K6 reports that moved ARC's p
         return VllmManagerView(raw)
 
@@ -51,7 +103,7 @@ class VllmManagerMachine(ManagerMachine):
             ids = (*ids, "K2")
         if ids and ids[0] in ("L3", "A4", "M10"):
             # exact victims also depend on the per-key interface's recency rules
-            ids = (ids[0], *(["K5"] if self.finished_requests else []),
+            ids = (ids[0], *(["K5"] if self.finished_requests else []), *(["K7"] if self.resets_inside else []),
                    *(["K6"] if self.ghost_store_misses else []), *ids[1:])
         super().fail(ids, message, check)
 
@@ -94,6 +146,12 @@ class VllmManagerMachine(ManagerMachine):
     def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> Any:
         if method == "prepare_store":
             absent = [h for h in items if isinstance(h, bytes) and self.ref(h) is None]
+            admission = self.judge.admission
+            if admission is not None and len(absent) and all(type(h) is bytes for h in items):
+                # N2: keys the offer does not admit are no store misses (K6) nor observed (K5)
+                admitted = set(admission.preview(items, lambda h: self.ref(h) is not None))
+                absent = [h for h in absent if h in admitted]
+            self.store_candidates = absent
             fresh = absent if self.open_request is None else self.open_request.new_store_misses(absent)
             if fresh:
                 self.ghost_store_misses += len(set(fresh) & set(self.ghosts()))
@@ -130,10 +188,13 @@ class VllmManagerMachine(ManagerMachine):
     @rule(data=st.data())
     def finished_request(self, data: st.DataObject) -> None:
         """K5, K6: one request loads some ready keys, offers a batch to prepare_store
-        (maybe twice), and finishes; its end updates recency (LRU: a touch; ARC: K5)."""
+        (maybe twice), and finishes; its end updates recency (LRU: a touch; ARC: K5).
+        Its keys may carry end-token positions (K5); a ``reset_cache`` may fall inside
+        it, after which it goes on (K7)."""
         access = self.open_request = RequestAccess()
         self.log.add("m.request = m.context()")
         self.target.request = self.target.context()
+        self.positions = self._draw_positions(data)
         try:
             ready = self.ready()
             load: bool = bool(ready) and data.draw(st.booleans(), label="load")
@@ -142,13 +203,13 @@ class VllmManagerMachine(ManagerMachine):
                                   label="hashes")
                 self._prepare_load(data, items)
                 access.loaded(items)
-            for _ in range(data.draw(st.integers(1, 2), label="stores")):
-                items = self.draw_batch(data, min_size=1)
-                absent = [h for h in items if self.ref(h) is None]
-                ready_now = [h for h in items if h in self.judge.ready_set()]
-                self._prepare_store(items, data)
-                stored = [h for h in absent if self.ref(h) == -1]
-                access.offered(absent, ready_now, stored)
+            self._request_stores(access, data, 1)
+            if self._reset_inside(data):
+                before = list(access.observed)
+                access = self.open_request = RequestAccess()  # K7: what it observed before is forgotten
+                self._others_store(data, before)
+                if data.draw(st.booleans(), label="goes on"):
+                    self._request_stores(access, data, 1)
         finally:
             self.open_request = None
         self.step()
@@ -157,21 +218,101 @@ class VllmManagerMachine(ManagerMachine):
         if error is not None:
             self.fail("K5", f"on_request_finished raised {error!r}")
         if isinstance(self.model.policy, ReferenceARCPolicy):
-            arc_request_finished(self.model.policy, access)
+            arc_request_finished(self.model.policy, access, self.positions)
         else:
-            self.model.policy.touch([BlockHash(h) for h in request_order(access)])
+            self.model.policy.touch([BlockHash(h) for h in request_order(access, self.positions)])
         self.finished_requests += 1
         self.judge.calls = None  # no M10 explanation: its replay does not model K5's recency
         self.exercised("K5")
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
-        for _ in range(data.draw(st.integers(0, 2), label="then store")):
+        for _ in range(data.draw(st.integers(1 if self.positions else 0, 3), label="then store")):
             absent = [h for h in self.pool if self.ref(h) is None]
             if not absent:
                 break
             items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(2, len(absent)),
                                        unique=True), label="fresh")
             self._store_and_complete(items, data)
+
+    def _request_stores(self, access: RequestAccess, data: st.DataObject, least: int) -> None:
+        """``least`` to 2 ``prepare_store`` calls of the open request, observed for K5/K6."""
+        for _ in range(data.draw(st.integers(least, 2), label="stores")):
+            items = self.draw_batch(data, min_size=1)
+            if self.positions:
+                items = self._without_eviction(items)
+            ready_now = [h for h in items if h in self.judge.ready_set()]
+            self._prepare_store(items, data)
+            absent = self.store_candidates
+            stored = [h for h in absent if self.ref(h) == -1]
+            access.offered(absent, ready_now, stored)
+
+    @implements("K5")
+    def _draw_positions(self, data: st.DataObject) -> dict[bytes, int]:
+        """K5: no positions, one per key, or one for each key of the first group only;
+        equal positions across groups are allowed (vLLM gives a block's keys in every
+        group the same end token)."""
+        # "all" twice: only then does vLLM order across groups (order_request_keys)
+        mode = data.draw(st.sampled_from(("none", "all", "first group", "all")), label="positions")
+        if mode == "none":
+            return {}
+        keys = self.pool if mode == "all" else [h for h in self.pool if group_index(h) == group_index(self.pool[0])]
+        positions = {h: data.draw(st.integers(0, len(self.pool)), label="position") for h in keys}
+        self.log.add(f"m.set_positions({{{', '.join(f'{self.log.name(h)}: {p}' for h, p in positions.items())}}})")
+        self.target.set_positions(positions)
+        self.exercised("K5")
+        return positions
+
+    def _without_eviction(self, items: list[bytes]) -> list[bytes]:
+        """A positioned request's offer cut to what fits without eviction: vLLM 0.33's LRU
+        ranks a positioned request's keys provisionally before it finishes (K5), which
+        only victims inside the request could show."""
+        free = self.capacity - sum(1 for h in self.pool if self.ref(h) is not None)
+        kept: list[bytes] = []
+        for h in items:
+            if self.ref(h) is None:
+                if free == 0:
+                    continue
+                free -= 1
+            kept.append(h)
+        return kept or items[:0]
+
+    def _others_store(self, data: st.DataObject, before: list[bytes]) -> None:
+        """Other requests store (and complete) keys while this one is open, first often
+        the keys it observed ``before`` the reset: those are present again when it
+        finishes, and only K7 says its end leaves them alone."""
+        rounds = data.draw(st.integers(0, 2), label="other requests")
+        if not rounds:
+            return
+        held, self.open_request = self.open_request, None
+        self.log.add("held, m.request = m.request, None")
+        request, self.target.request = self.target.request, None
+        try:
+            again: bool = data.draw(st.booleans(), label="others store its keys")
+            if before and again:
+                self._store_and_complete(before[:self.capacity], data)
+            for _ in range(rounds):
+                absent = [h for h in self.pool if self.ref(h) is None]
+                if not absent:
+                    break
+                items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)),
+                                           unique=True), label="others' keys")
+                self._store_and_complete(items, data)
+        finally:
+            self.log.add("m.request = held")
+            self.target.request, self.open_request = request, held
+
+    @implements("K7")
+    def _reset_inside(self, data: st.DataObject) -> bool:
+        """K7: now and then ``reset_cache`` (and 0.33's ``on_reset_flushed``) while the
+        request is open; the pre-reset loads are never completed (the fence)."""
+        if not hasattr(self.target.manager, "reset_cache"):
+            return False
+        if data.draw(st.integers(1, RESET_INSIDE_ONE_IN), label="reset inside") != RESET_INSIDE_ONE_IN:
+            return False
+        self.reset_cache()
+        self.resets_inside += 1
+        self.exercised("K7")
+        return True
 
     def _store_and_complete(self, items: list[bytes], data: st.DataObject) -> None:
         """M5 of ``items``, then M6 of those it left pending: ready blocks at once."""
