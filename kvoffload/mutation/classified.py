@@ -98,4 +98,16 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "`len(self._evictable) * 4` for `// 4` in the rebuild threshold: it only chooses between "
         "rebuilding the lazy heap and pushing the updated keys; both leave a heap over the same "
         "evictable keys and ranks, so victims are the same; only time differs")),
+    _M + "79:46|core/NumberReplacer#8": (UNREACHABLE, (
+        "the write-pending chunk counter starts at 1: it is only incremented, decremented and "
+        "zeroed on reset, and read only by get_stats' write/read usage gauges (metrics, no "
+        "clause); every answer is the same")),
+    _M + "85:33|core/NumberReplacer#12": (EQUIVALENT, (
+        "the cache generation starts at 1 instead of 0: it is only compared for equality with the "
+        "generation a request state recorded from this same manager (after the `owner is self` "
+        "test) and incremented by reset_cache, so every comparison comes out the same")),
+    _VP + "lru.py|55:33|core/NumberReplacer#5": (EQUIVALENT, (
+        "heap compaction from 63 lazy entries instead of 64: compaction rebuilds the lazy heap "
+        "from the same evictable keys and ranks, so victims are the same; only memory and time "
+        "differ")),
 }
