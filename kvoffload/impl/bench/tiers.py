@@ -265,6 +265,8 @@ def command(
     chosen = tiers or ("disk", "redis")
     _warm_up()
     figures: list[TierFigure] = []
+    if directory is not None:
+        Path(directory).mkdir(parents=True, exist_ok=True)  # a new folder on the disk to measure
     with tempfile.TemporaryDirectory(prefix="kvoffload-bench-", dir=directory or ".") as scratch:
         if "disk" in chosen:
             for size in sizes:
