@@ -7,8 +7,6 @@ vLLM's own parts are in the README (seconds measured there)."""
 
 from __future__ import annotations
 
-import io
-import contextlib
 from collections.abc import Collection
 from typing import Any
 
@@ -26,6 +24,7 @@ from kvoffload.conformance.runner import run_conformance
 from kvoffload.conformance.lockstep.vllm import as_contract_manager
 from kvoffload.spec import ContractViolation
 from outside_manager import OutsideLRUManager, outside_lru
+from vllm_helpers import run_reproduction
 
 BUDGET = {"max_examples": 40}
 
@@ -36,16 +35,6 @@ def vllm_lru(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManag
 
 def vllm_arc(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
     return CPUOffloadingManager(num_blocks, cache_policy="arc", enable_events=enable_events)
-
-
-def _run_reproduction(reproduction: str) -> BaseException | None:
-    """Exec a printed reproduction; what it raised (None: it ran clean)."""
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(reproduction, "<reproduction>", "exec"), {"__name__": "__repro__"})
-    except BaseException as error:  # noqa: BLE001 - the reproduction's verdict
-        return error
-    return None
 
 
 @pytest.mark.parametrize("factory, policy", [(vllm_lru, "lru"), (vllm_arc, "arc")])
@@ -75,10 +64,10 @@ def test_K1_miss_while_pending_is_caught_and_reproduces() -> None:
                              source="outside_manager:OutsideLRUManager")
     assert not result.ok and result.clause == "K1", result.report()
     assert "HIT_PENDING" in result.message
-    error = _run_reproduction(result.reproduction.replace(
+    error = run_reproduction(result.reproduction.replace(
         "OutsideLRUManager(num_blocks=", "OutsideLRUManager(bug='pending_is_miss', num_blocks="))
     assert isinstance(error, AssertionError) and "K1" in str(error)
-    assert _run_reproduction(result.reproduction) is None  # the fixed manager passes it
+    assert run_reproduction(result.reproduction) is None  # the fixed manager passes it
 
 
 def test_K2_resident_key_reported_as_stored_is_caught() -> None:

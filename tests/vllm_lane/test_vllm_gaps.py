@@ -5,8 +5,6 @@ ours conform; a bug planted in each place is caught with its clause."""
 
 from __future__ import annotations
 
-import io
-import contextlib
 from typing import Any
 
 import pytest
@@ -19,19 +17,10 @@ from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy  # noqa: E402
 from kvoffload.conformance import check_manager  # noqa: E402
 from kvoffload.conformance.lockstep.machine_base import TargetSetupError  # noqa: E402
 from kvoffload.impl.vllm import make_manager  # noqa: E402
+from vllm_helpers import run_reproduction  # noqa: E402
 
 BUDGET = {"max_examples": 40}
 ADMISSION = {"store_threshold": 2, "max_tracker_size": 6}
-
-
-def _run_reproduction(reproduction: str) -> BaseException | None:
-    """Exec a printed reproduction; what it raised (None: it ran clean)."""
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(reproduction, "<reproduction>", "exec"), {"__name__": "__repro__"})
-    except BaseException as error:  # noqa: BLE001 - the reproduction's verdict
-        return error
-    return None
 
 
 class StaleRequestManager(CPUOffloadingManager):  # type: ignore[misc]
@@ -93,14 +82,14 @@ def test_K7_request_finished_after_reset_applies_nothing_from_before_it() -> Non
     assert not result.ok and result.clauses[0] == "L3" and "K7" in result.clauses, result.report()
     for line in ("m.reset_cache()", "m.finish_request()", "held, m.request = m.request, None"):
         assert line in result.reproduction
-    assert isinstance(_run_reproduction(result.reproduction), AssertionError)
+    assert isinstance(run_reproduction(result.reproduction), AssertionError)
 
 
 def test_K5_positions_across_groups_ignored_is_caught() -> None:
     result = check_manager(group_major_lru, policy="lru", shrink=False)
     assert not result.ok and result.clauses[:2] == ("L3", "K5"), result.report()
     assert "m.set_positions({" in result.reproduction
-    assert isinstance(_run_reproduction(result.reproduction), AssertionError)
+    assert isinstance(run_reproduction(result.reproduction), AssertionError)
 
 
 @pytest.mark.parametrize("factory, policy", [(vllm_lru, "lru"), (vllm_arc, "arc"), (ours_lru, "lru")])

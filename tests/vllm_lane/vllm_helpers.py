@@ -3,6 +3,8 @@ vLLM) imports nothing from here: every test module skips before importing it."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from typing import Any
 
 
@@ -60,3 +62,13 @@ def key(i: int, group: int = 0) -> bytes:
     from vllm.v1.kv_offload.base import make_offload_key
 
     return bytes(make_offload_key(i.to_bytes(32, "big"), group))
+
+
+def run_reproduction(reproduction: str) -> BaseException | None:
+    """Exec a printed reproduction; what it raised (None: it ran clean)."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(reproduction, "<reproduction>", "exec"), {"__name__": "__repro__"})
+    except BaseException as error:  # noqa: BLE001 - the reproduction's verdict
+        return error
+    return None
