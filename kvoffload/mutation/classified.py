@@ -110,4 +110,177 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "heap compaction from 63 lazy entries instead of 64: compaction rebuilds the lazy heap "
         "from the same evictable keys and ranks, so victims are the same; only memory and time "
         "differ")),
+    # The seed-3 sample (200 mutants, issue 14): classified by reading vLLM's code and, where
+    # doubtful, running the exposing call sequence on the original and the mutant.
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_LShift#4": (UNREACHABLE, (
+        "the skipped-store counter of store_threshold admission computed with << : the shift count "
+        "is a len() (never negative), so it never raises, and the counter is read only by "
+        "get_stats (metrics, no clause); every answer is the same")),
+    _M + "346:27|core/ReplaceComparisonOperator_Eq_LtE#3": (EQUIVALENT, (
+        "a weaker internal assertion (`<=`): _allocate_chunks returns exactly num_fresh + "
+        "num_reused = len(keys) chunks (or fails its own assertion first), so the original "
+        "assertion never fails either")),
+    _M + "346:27|core/ReplaceComparisonOperator_Eq_Is#0": (NOT_EQUIVALENT, (
+        "`len(chunks) is len(keys_to_store)`: two len() results are the same object only in "
+        "CPython's cache (<= 256); a prepare_store that allocates 257 or more chunks at once "
+        "(CPUOffloadingManager(300, ...), prepare_store of 257 new keys) raises AssertionError "
+        "instead of answering. The suite's stores are far smaller: a gap")),
+    _M + "418:30|core/ReplaceComparisonOperator_Eq_Is#1": (NOT_EQUIVALENT, (
+        "`len(positions) is len(keys)`: false once a KV cache group holds 257+ keys, so that "
+        "group is no longer sorted by position. Visible when another group lacks positions "
+        "(order_request_keys then does not re-sort): a request with 257+ positioned group-0 keys "
+        "stored out of position order plus one unpositioned group-1 key, finished, then a full "
+        "cache's store evicts a different group-0 key (LRU). The suite's requests are far smaller")),
+    _M + "314:31|core/ReplaceComparisonOperator_Gt_GtE#1": (EQUIVALENT, (
+        "the eviction branch also runs when exactly 0 chunks must be evicted: 0 > evictable is "
+        "never true (the count is >= 0), and both LRU and ARC return [] at once for evict(0), "
+        "so nothing is evicted, no event is emitted and no state changes")),
+    _M + "89:45|core/ReplaceComparisonOperator_GtE_Eq#0": (NOT_EQUIVALENT, (
+        "the offer tracker exists only for store_threshold == 2: with store_threshold=3 (or more) "
+        "admission is off, so CPUOffloadingManager(n, 'lru', store_threshold=3).prepare_store([a]) "
+        "returns keys_to_store [a] on the first offer where the original returns [] (N2). The "
+        "admission suite runs only --store-threshold 2: a gap")),
+    _M + "409:25|core/ReplaceTrueWithFalse#4": (NOT_EQUIVALENT, (
+        "a finished request is not marked finished, so a second on_request_finished re-applies its "
+        "recency (original: a no-op). CPUOffloadingManager(2, 'lru'): R1 stores a, finishes; R2 "
+        "stores b, finishes; on_request_finished(R1) again; R3 prepare_store([c]) evicts b instead "
+        "of a. (Also: new keys after finish no longer raise.) The suite never finishes twice")),
+    _M + "385:37|core/ReplaceAndWithOr#2": (NOT_EQUIVALENT, (
+        "a failed complete_store removes chunks that are already stored and raises on absent keys. "
+        "prepare_store([a]); complete_store([a]); prepare_store([a, b]) (-> [b]); "
+        "complete_store([a, b], success=False): original keeps a (lookup HIT, as the docstring "
+        "says), mutant drops it (MISS, no event); complete_store([x], success=False) for an absent "
+        "x raises AttributeError. The suite fails only exactly the prepared keys")),
+    _M + "77:48|core/NumberReplacer#6": (UNREACHABLE, (
+        "the evictable count starts one too high: prepare_store's early `return None` is skipped "
+        "when one more chunk is needed than is idle, but the policy's evict then finds too few and "
+        "returns None atomically, so every answer is the same; reset_cache zeroes it; only "
+        "get_stats' usage gauge differs (metrics, no clause)")),
+    _M + "83:52|core/NumberReplacer#11": (UNREACHABLE, (
+        "the skipped-store counter starts at -1: it is only added to and read by get_stats "
+        "(metrics, no clause); every answer is the same")),
+    _M + "85:33|core/NumberReplacer#13": (EQUIVALENT, (
+        "the cache generation starts at -1 instead of 0: it is only compared with != against the "
+        "generation a request state recorded from this same manager and incremented by "
+        "reset_cache, so every comparison comes out the same")),
+    _M + "244:35|core/NumberReplacer#35": (NOT_EQUIVALENT, (
+        "complete_load's guard `ref_cnt > -1` no longer rejects completing a load that was never "
+        "prepared: prepare_store([k]); complete_store([k]); complete_load([k]) raises "
+        "AssertionError in the original, the mutant sets ref_cnt to -1 so lookup(k) answers "
+        "HIT_PENDING. Only a caller's misuse exposes it; the suite makes no such call")),
+    _M + "247:52|core/NumberReplacer#40": (UNREACHABLE, (
+        "the evictable count grows by 2 when a load completes: it only over-counts, so "
+        "prepare_store's early `return None` is sometimes skipped but the policy's evict then "
+        "returns None atomically; the `>= 0` assertions hold; only get_stats' usage gauge differs "
+        "(metrics, no clause)")),
+    _M + "378:54|core/NumberReplacer#51": (UNREACHABLE, (
+        "the write-pending chunk counter is not decremented on a completed store: it is read only "
+        "by get_stats' write/read usage gauges (metrics, no clause); every answer is the same")),
+    _M + "438:41|core/NumberReplacer#60": (UNREACHABLE, (
+        "reset_cache sets the write-pending chunk counter to 1: it is read only by get_stats' "
+        "write/read usage gauges (metrics, no clause); every answer is the same")),
+    _M + "438:41|core/NumberReplacer#61": (UNREACHABLE, (
+        "reset_cache sets the write-pending chunk counter to -1: it is read only by get_stats' "
+        "write/read usage gauges (metrics, no clause); every answer is the same")),
+    _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_Is#0": (NOT_EQUIVALENT, (
+        "`len(positions) is len(keys)`: len() returns a fresh int object above 256 (CPython caches "
+        "only -5..256), so a request with more than 256 keys, all with positions, is never sorted "
+        "across groups. Exposed by an LRU manager with num_blocks=300: store keys of group 0 at "
+        "positions 150..299 and of group 1 at positions 0..149, load all 300 in one request, "
+        "complete_load, on_request_finished, then a store needing one eviction: the original "
+        "evicts the position-299 key, the mutant the position-149 key")),
+    _VP + "base.py|58:4|core/RemoveDecorator#1": (EQUIVALENT, (
+        "removes @abstractmethod from CachePolicy.get: LRU and ARC both define get and CachePolicy "
+        "stays abstract (insert, remove, touch, evict, clear still abstract), so every policy the "
+        "factory builds is created and answers the same; only a hand-written subclass lacking get "
+        "would become instantiable")),
+    _VP + "base.py|62:4|core/RemoveDecorator#2": (EQUIVALENT, (
+        "removes @abstractmethod from CachePolicy.insert: LRU and ARC both define insert and "
+        "CachePolicy stays abstract (get, remove, touch, evict, clear still abstract), so every "
+        "policy the factory builds is created and answers the same; only a hand-written subclass "
+        "lacking insert would become instantiable")),
+    _VP + "lru.py|55:39|core/ReplaceBinaryOperator_Mul_Pow#0": (EQUIVALENT, (
+        "heap compaction bound `2 ** len(self._evictable)` for `2 * ...`: compaction only rebuilds "
+        "the lazy heap from the same evictable keys and ranks, and every current key has an entry "
+        "either way (stale ones are skipped by _is_current, duplicates by selected_keys; ranks are "
+        "unique), so victims are the same; only memory and time differ")),
+    _VP + "lru.py|55:39|core/ReplaceBinaryOperator_Mul_LShift#0": (EQUIVALENT, (
+        "heap compaction bound `2 << len(self._evictable)` for `2 * ...`: compaction only rebuilds "
+        "the lazy heap from the same evictable keys and ranks, and every current key has an entry "
+        "either way (stale ones are skipped by _is_current, duplicates by selected_keys; ranks are "
+        "unique), so victims are the same; only memory and time differ")),
+    _VP + "lru.py|55:39|core/ReplaceBinaryOperator_Mul_BitOr#0": (EQUIVALENT, (
+        "heap compaction bound `2 | len(self._evictable)` for `2 * ...` (more frequent "
+        "compaction): it rebuilds the lazy heap from the same evictable keys and ranks (every "
+        "evictable key has a rank), so victims are the same; only memory and time differ")),
+    _VP + "lru.py|55:39|core/ReplaceBinaryOperator_Mul_BitAnd#0": (EQUIVALENT, (
+        "heap compaction bound `2 & len(self._evictable)` (0 or 2, so the bound is always 64): "
+        "compaction rebuilds the lazy heap from the same evictable keys and ranks (every evictable "
+        "key has a rank), so victims are the same; only memory and time differ")),
+    _VP + "lru.py|64:66|core/ReplaceBinaryOperator_FloorDiv_Mod#0": (EQUIVALENT, (
+        "`len(self._evictable) % 4` for `// 4` in the rebuild threshold (always 64): it only "
+        "chooses between rebuilding the lazy heap and pushing the updated keys; both leave a heap "
+        "holding every evictable key with its current rank, so victims are the same; only time "
+        "differs")),
+    _VP + "lru.py|64:66|core/ReplaceBinaryOperator_FloorDiv_BitAnd#0": (EQUIVALENT, (
+        "`len(self._evictable) & 4` for `// 4` in the rebuild threshold (always 64): it only "
+        "chooses between rebuilding the lazy heap and pushing the updated keys; both leave a heap "
+        "holding every evictable key with its current rank, so victims are the same; only time "
+        "differs")),
+    _VP + "lru.py|137:33|core/ReplaceComparisonOperator_Eq_LtE#3": (EQUIVALENT, (
+        "a weaker internal assertion in evict (`ref_cnt <= 0`): a key is in _evictable only "
+        "between a mark_evictable (ref_cnt transitions to 0, or insert with ref_cnt 0) and the "
+        "next mark_non_evictable (transition from 0), as the manager and the CachePolicy protocol "
+        "report them, so a selected chunk's ref_cnt is always 0 and the original assertion never "
+        "fails either")),
+    _VP + "lru.py|55:27|core/ReplaceComparisonOperator_Lt_Is#0": (EQUIVALENT, (
+        "heap compaction skipped only when the heap size is (the same object as) the bound, so it "
+        "runs almost always; whether `is` holds for ints above 256 does not matter, since "
+        "compaction rebuilds the lazy heap from the same evictable keys and ranks either way: "
+        "victims are the same; only memory and time differ")),
+    _VP + "lru.py|141:25|core/ReplaceComparisonOperator_Lt_IsNot#2": (NOT_EQUIVALENT, (
+        "`len(selected) is not n` for `< n`: identical while n <= 256 (cached small ints), but for "
+        "n >= 257 len() and n are distinct int objects, so a fully satisfiable evict(n) pushes its "
+        "victims back and returns None (checked: evict(257) on 257 idle chunks gives None). "
+        "Exposed by CPUOffloadingManager(num_blocks=300, cache_policy='lru'): prepare_store and "
+        "complete_store 300 keys, then prepare_store 300 new keys: the original evicts 300, the "
+        "mutant refuses (None); the suite never asks for more than 256 victims at once")),
+    _VP + "lru.py|64:34|core/ReplaceComparisonOperator_GtE_Is#0": (EQUIVALENT, (
+        "rebuild the heap after a recency update only when the updated count is (the same object "
+        "as) the threshold, else push the updated keys incrementally (and maybe compact): both "
+        "leave a lazy heap holding every evictable key at its current rank, so victims are the "
+        "same whatever `is` gives on large ints; only time differs")),
+    _VP + "lru.py|55:11|core/AddNot#1": (EQUIVALENT, (
+        "inverts the compaction test: small heaps are rebuilt, large ones never compacted; "
+        "compaction only drops stale lazy entries (evict already skips them via _is_current), so "
+        "victims are the same; only memory and time differ")),
+    _VP + "lru.py|55:37|core/NumberReplacer#6": (EQUIVALENT, (
+        "heap compaction threshold 3 * evictable instead of 2 *: compaction rebuilds the lazy heap "
+        "from the same evictable keys and ranks, so victims are the same; only memory and time "
+        "differ")),
+    _VP + "lru.py|64:69|core/NumberReplacer#11": (EQUIVALENT, (
+        "rebuild threshold `len(self._evictable) // 3` for `// 4`: it only chooses between "
+        "rebuilding the lazy heap and pushing the updated keys; both leave a heap over the same "
+        "evictable keys and ranks, so victims are the same; only time differs")),
+    _VP + "lru.py|118:16|core/NumberReplacer#19": (EQUIVALENT, (
+        "early return on `n == -1` instead of `n == 0`: evict(0) then runs no selection iteration, "
+        "`0 < 0` is false and it returns [] all the same (at most compacting the lazy heap); "
+        "evict(-1) returned [] before too")),
+    _VP + "arc.py|151:13|core/ReplaceComparisonOperator_Eq_Lt#0": (EQUIVALENT, (
+        "`n < 0` for `n == 0`: evict(0) runs range(0), applies no eviction and trims the ghost "
+        "lists, a no-op (they only grow in evict, which trims them to the fixed capacity), so it "
+        "returns [] with no state change; negative n returned [] before too")),
+    _VP + "arc.py|86:19|core/ReplaceTrueWithFalse#1": (EQUIVALENT, (
+        "_adapt_to_ghost_hit returns False on a B2 ghost hit: its only callers (on_store_miss, "
+        "touch) ignore the return value; the adaptation of target_t1_size and the B2 reordering "
+        "still happen")),
+    _VP + "factory.py|64:23|core/ReplaceComparisonOperator_Is_IsNot#0": (UNREACHABLE, (
+        "inverts the module_path test for an unregistered policy name (an unknown name without a "
+        "module path fails in import_module with AttributeError instead of ValueError; an out-of-tree one raises "
+        "ValueError): the factory convention only asks for the registered 'lru'/'arc', which "
+        "return before this line")),
+    _VP + "factory.py|81:15|core/AddNot#3": (UNREACHABLE, (
+        "inverts the subclass assertion on an out-of-tree policy loaded via module_path: the "
+        "factory convention only asks for the registered 'lru'/'arc', which never reach the "
+        "out-of-tree path")),
 }
