@@ -4,6 +4,7 @@ answers, request by request, through the batch API (what ``bench manager`` and
 
 from __future__ import annotations
 
+import gc
 import io
 import weakref
 from collections.abc import Iterable
@@ -14,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from kvoffload.impl import CPUOffloadingManager
-from kvoffload.impl.bench.conventions import Contender, compare
+from kvoffload.impl.bench.conventions import Contender, compare, run_pass
 from kvoffload.impl.bench.floor import FloorLRU
 from kvoffload.impl.bench.interface import Comparison, print_comparisons
 from kvoffload.impl.bench.manager import Workload, _batch_configs, manager_passes
@@ -139,3 +140,16 @@ def test_bench_manager_passes_agree_and_drop_each_manager_before_the_next() -> N
                              1_000, 10**6, 1, False)
     assert [r["agreed"] for r in results] == [len(p.calls) for p in passes] and results[0]["agreed"] > 100
     assert all(r["checked"] for r in results)
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_a_pass_leaves_the_collector_as_the_caller_had_it(collector_on: bool) -> None:
+    requests = Workload(64, 16, seed=5, suffix=bytes(4)).requests(200)
+    contender = Contender("kvoffload", "batch API", lambda: CPUOffloadingManager(64, policy="lru"), True)
+    was = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        run_pass(contender, requests, 64, calls=None)
+        assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was else gc.disable)()

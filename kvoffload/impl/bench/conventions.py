@@ -293,6 +293,7 @@ def run_pass(contender: Contender, requests: Sequence[list[bytes]], capacity: in
     for number, keys in enumerate(prefill_requests(capacity, seed)):
         _drive(contender, manager, keys, calls, dict.fromkeys(PHASES, 0), f"prefill-{number}")
     run = Run(contender.label, contender.convention)
+    collector_was_on = gc.isenabled()  # a caller that turned it off keeps it off
     gc.collect()  # cycles the previous pass left, and this one's prefill garbage
     gc.disable()
     try:
@@ -303,7 +304,8 @@ def run_pass(contender: Contender, requests: Sequence[list[bytes]], capacity: in
             run.hits += answer[0]
             run.blocks += len(keys)
     finally:
-        gc.enable()
+        if collector_was_on:
+            gc.enable()
     return run
 
 
