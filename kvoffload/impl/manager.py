@@ -438,7 +438,7 @@ class CPUOffloadingManager(OffloadingManager):
             gnext = self._a32[slice(*span(FIELDS["gnext"], cap, self._ghosts))]
             while nd >= 0:
                 row = self._keys[nd]
-                chain.append(BlockHash(row[1:].tobytes()[: int(row[0])]))
+                chain.append(BlockHash(row[1:].tobytes()[: int(row[0]) & 0xFFFFFFFF]))  # row_head: tag above
                 nd = int(gnext[nd - cap])
             ghosts.append(chain)
         return ghosts
