@@ -22,6 +22,31 @@ from kvoffload.impl import CPUOffloadingManager
 from kvoffload.impl.core import layout, runtime
 
 
+@pytest.mark.parametrize("policy", ["lru", "arc", "s3fifo"])
+def test_I8_key_rows_carry_the_tag_of_their_table_entry(policy: str) -> None:
+    """Eviction reads a victim's tag from its key row (``table.row_head``) instead of
+    fingerprinting the row again: after stores that evict (and, for ARC / S3-FIFO, make
+    ghosts and bring them back) every indexed row's high half is its entry's tag, and
+    ``check_invariants`` catches a row whose tag is wrong."""
+    from kvoffload.spec.errors import ContractViolation
+
+    rng = random.Random(3)
+    pool = [rng.randbytes(rng.choice([8, 32, 40])) for _ in range(40)]
+    manager = CPUOffloadingManager(6, policy=policy)
+    for _ in range(60):
+        out = manager.prepare_store(rng.sample(pool, 4))
+        assert out is not None
+        manager.complete_store(out.block_hashes_to_store)
+        manager.check_invariants()
+    entries = manager._table[manager._table != 0]
+    nodes = (entries & np.uint64(0xFFFFFFFF)).astype(np.int64) - 1
+    assert len(set((nodes >= 6).tolist())) == (1 if policy == "lru" else 2)  # ghosts indexed too
+    block = int(nodes[0])
+    manager._keys[block, 0] ^= np.uint64(1 << 40)
+    with pytest.raises(ContractViolation, match="I8"):
+        manager.check_invariants()
+
+
 def test_layout_fields_tile_each_arena_without_gaps_or_overlaps() -> None:
     cap, ghosts = 7, 14
     for arena in (layout.A64, layout.A32, layout.A8):

@@ -30,7 +30,6 @@ from .layout import (
     B1,
     CAP,
     ELIG,
-    FPMASK,
     FREE,
     GBOUND,
     GHOST_HEAD,
@@ -180,13 +179,12 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
 # --------------------------------------------------------------------------- 3. apply
 @kernel()
 def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, lo, hi, vtags, nxt):  # type: ignore[no-untyped-def]
-    """Rehash victims ``lo … hi-1`` into ``vtags``, prefetching their home slots and, for
+    """Victims ``lo … hi-1``'s tags (from their rows) into ``vtags``, prefetching their home slots and, for
     ARC and S3-FIFO, the ghosts their trims may drop (``nxt``: the next such ghost of B1 / B2)."""
     shift = np.uint64(meta[SHIFT])
     tm = np.uint64(table.shape[0] - 1)
-    mask = np.uint64(meta[FPMASK])
     for j in range(lo, hi):
-        t = node_tag(keys, out_vic[j], mask)
+        t = node_tag(keys, out_vic[j])
         vtags[j - lo] = t
         prefetch(table, home(t, shift, tm))
     if meta[NODES] == meta[CAP]:  # no ghosts (LRU, SIEVE)

@@ -11,7 +11,7 @@ from .jit import kernel
 from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
 from .state import find_all, ghost_tags, load, unpack, unpack_io
-from .table import _P1, _U32, find, home
+from .table import _P1, _U32, find, home, row_head
 
 __all__ = ["prepare_store"]
 
@@ -55,9 +55,9 @@ def select_absent(nodes, lst, tags, q, lens, n, out_idx):  # type: ignore[no-unt
 
 
 @kernel(inline="always")  # per element: an out-of-line call passes every array field
-def _copy_key(keys, b, q, i, length):  # type: ignore[no-untyped-def]
-    """Row ``b`` of ``keys`` := ``[length, words of batch hash i, zeros]``."""
-    keys[b, 0] = np.uint64(length)
+def _copy_key(keys, b, q, i, length, tag):  # type: ignore[no-untyped-def]
+    """Row ``b`` of ``keys`` := ``[row_head(length, tag), words of batch hash i, zeros]``."""
+    keys[b, 0] = row_head(length, tag)
     nw = (length + 7) // 8
     for j in range(nw):
         keys[b, 1 + j] = q[i, j]
@@ -96,7 +96,7 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
         # costs a ref-count round trip
         meta[NFREE] -= 1
         b = free[meta[NFREE]]
-        _copy_key(keys, b, q, i, lens[i])
+        _copy_key(keys, b, q, i, lens[i], tags[i])
         lst[b] = T1 + h
         ref[b] = -1
         meta[CLOCK] += 1

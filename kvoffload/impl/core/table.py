@@ -4,7 +4,7 @@
 ``tag << 32 | (node + 1)`` (0 = empty), where ``tag`` folds the 64-bit fingerprint of the
 hash to 32 bits; the home bucket is derived from the tag alone so that deletion can move
 entries without touching the nodes. A tag match is only a candidate: the full hash
-(length + every word, ``keys[node] = [length, word0, word1, …]``) is always compared.
+(length + every word, ``keys[node] = [tag << 32 | length, word0, word1, …]``) is always compared.
 """
 
 from __future__ import annotations
@@ -89,10 +89,17 @@ def home(tag, shift, tmask):  # type: ignore[no-untyped-def]
     return np.int64(((tag * _P1) >> shift) & tmask)
 
 
+@kernel(inline="always")
+def row_head(length, tag):  # type: ignore[no-untyped-def]
+    """Word 0 of a key row: the hash's length in bytes, its table tag in the high half
+    (so that a victim's slot is found without fingerprinting its row again)."""
+    return (tag << _U32) | np.uint64(length)
+
+
 @kernel()
-def same_key(keys, nd, q, i, length):  # type: ignore[no-untyped-def]
-    """Full comparison of stored hash ``nd`` and batch hash ``i`` (I8)."""
-    if keys[nd, 0] != np.uint64(length):
+def same_key(keys, nd, q, i, length, tag):  # type: ignore[no-untyped-def]
+    """Full comparison of stored hash ``nd`` and batch hash ``i`` of tag ``tag`` (I8)."""
+    if keys[nd, 0] != row_head(length, tag):
         return False
     for j in range((length + 7) // 8):
         if keys[nd, 1 + j] != q[i, j]:
@@ -111,15 +118,15 @@ def find(table, keys, shift, q, i, length, tag):  # type: ignore[no-untyped-def]
             return s, -1
         if (v >> _U32) == tag:
             nd = np.int64(v & _LO32) - 1
-            if same_key(keys, nd, q, i, length):
+            if same_key(keys, nd, q, i, length, tag):
                 return s, nd
         s = (s + 1) & m
 
 
 @kernel()
-def node_tag(keys, nd, mask):  # type: ignore[no-untyped-def]
-    length = np.int64(keys[nd, 0])
-    return tag_of(fingerprint(keys, nd, 1, length, mask))
+def node_tag(keys, nd):  # type: ignore[no-untyped-def]
+    """Table tag of stored hash ``nd`` (kept in its row: ``row_head``)."""
+    return keys[nd, 0] >> _U32
 
 
 @kernel()
@@ -197,7 +204,7 @@ def find_chunk(table, keys, shift, mask, q, lens, lo, hi, tags, nodes, slots, ls
                 break
             if (v >> _U32) == t:
                 c = np.int64(v & _LO32) - 1
-                if same_key(keys, c, q, i, lens[i]):
+                if same_key(keys, c, q, i, lens[i], t):
                     nd = c
                     break
             s = (s + 1) & m
