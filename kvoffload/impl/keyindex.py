@@ -92,19 +92,9 @@ class KeyIndexedManager:
         if not count:  # none of them was pending: the sets, like the core, are unchanged
             return
         # ``count`` distinct pending blocks changed; if that is every listed hash, the
-        # list is exactly the keys to move (no pass to check it against ``pending``),
-        # and if it is as many as are pending, it is all of them (a store completed
-        # before the next is prepared, the usual case): ``clear``, no delete per key.
-        pending = self.pending
-        if count != len(hashes):
-            done: Iterable[BlockHash] = pending.intersection(hashes)
-            pending.difference_update(done)
-        else:
-            done = hashes
-            if count == len(pending):
-                pending.clear()
-            else:
-                pending.difference_update(done)
+        # list is exactly the keys to move (no pass to check it against ``pending``).
+        done = hashes if count == len(hashes) else self.pending.intersection(hashes)
+        self.pending.difference_update(done)
         if success:
             self.ready.update(done)
 
