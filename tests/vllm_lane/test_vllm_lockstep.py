@@ -163,6 +163,53 @@ def test_make_manager_builds_an_offloading_manager_without_a_config() -> None:
         make_manager(0)
 
 
+def test_K5_finish_order_shortcut_only_where_the_order_is_already_vllms() -> None:
+    """The shortcut (keys exactly the context's positioned keys, in its order, positions
+    strictly increasing: the keys as they are, no sort) agrees with vLLM's
+    ``order_request_keys`` and declines every near miss: equal positions across groups
+    (groups break ties), a decreasing position, a key seen twice, one key missing."""
+    from vllm.v1.kv_offload.base import ReqContext
+    from vllm.v1.kv_offload.cpu.policies.base import order_request_keys
+
+    from kvoffload.impl.vllm import KVOffloadingManager
+    from kvoffload.impl.vllm.manager import _exactly_in_position_order
+
+    def context(positioned: list[tuple[bytes, int]]) -> Any:
+        ctx = ReqContext(req_id="s")
+        for k, position in positioned:
+            ctx.set_offload_key_position(k, position)
+        return ctx
+
+    def vllms(keys: list[bytes], ctx: Any) -> list[bytes]:
+        by_group: dict[bytes, list[bytes]] = {}
+        for k in keys:
+            by_group.setdefault(k[-4:], []).append(k)
+        for members in by_group.values():
+            members.sort(key=ctx.get_offload_key_position)
+        return order_request_keys([by_group[g] for g in sorted(by_group)], ctx)
+
+    plain = [key(i) for i in range(6)]
+    ctx = context([(k, 16 * (i + 1)) for i, k in enumerate(plain)])
+    assert _exactly_in_position_order(plain, ctx._offload_key_positions)
+    assert KVOffloadingManager._finish_order(plain, ctx) is plain == vllms(plain, ctx)
+    # Two groups, equal positions, group 1 listed first: vLLM puts group 0 first.
+    mixed = [key(7, group=1), key(7, group=0), key(8, group=1), key(8, group=0)]
+    ctx = context([(k, 16 * (1 + i // 2)) for i, k in enumerate(mixed)])
+    assert not _exactly_in_position_order(mixed, ctx._offload_key_positions)
+    got = KVOffloadingManager._finish_order(list(mixed), ctx)
+    assert got == vllms(mixed, ctx) == [mixed[1], mixed[0], mixed[3], mixed[2]]
+    # A position lower than the one before: sorted, not taken as it is.
+    ctx = context([(plain[0], 32), (plain[1], 16), (plain[2], 48)])
+    assert not _exactly_in_position_order(plain[:3], ctx._offload_key_positions)
+    assert KVOffloadingManager._finish_order(plain[:3], ctx) == [plain[1], plain[0], plain[2]]
+    ctx = context([(k, 16 * (i + 1)) for i, k in enumerate(plain)])
+    twice = plain + plain[:1]
+    assert not _exactly_in_position_order(twice, ctx._offload_key_positions)
+    assert KVOffloadingManager._finish_order(twice, ctx) == plain
+    assert not _exactly_in_position_order(plain[:-1], ctx._offload_key_positions)
+    assert KVOffloadingManager._finish_order(plain[1:], ctx) == plain[1:]
+
+
 def test_finish_order_is_vllms_order_request_keys() -> None:
     """Recency order at ``on_request_finished``: the same as vLLM 0.32's policies use,
     for several KV-cache groups, equal positions across groups, keys seen out of order,
