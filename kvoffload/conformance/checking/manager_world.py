@@ -38,7 +38,7 @@ from ..judge import METHOD_CLAUSE, ManagerJudge
 from ..reports.result import CallLog
 from ..lockstep.strategies import OneShot
 from .model_checker import Reproducing
-from .policy_state import FIELDS, clone_policy, held, policy_key, readable_key
+from .policy_state import FIELDS, clone_policy, held, manager_key, policy_key
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
 
 __all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
@@ -147,6 +147,10 @@ class ManagerWorld(Reproducing):
         self.history: list[ManagerOp] = []
         self.copyable = True
         self.observing = True
+        #: The target's whole state is in its key (``policy_state.manager_key``): lookups, pure
+        #: (M1), are judged once per new state (``settle``) and a merged state needs no probe.
+        self.exact = hasattr(self.target, "policy_view") or _clonable(self.target)
+        self.last: tuple[str, bool] = ("touch", True)  # the call that led here (names the clause)
         self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
     @property
@@ -190,8 +194,10 @@ class ManagerWorld(Reproducing):
         name = Relabel(self.pool[: self.fixed])
         lists = policy_key(self.model.policy, name)
         loads = tuple(sorted(name.many(load) for load in self.inflight))
+        if self.exact:  # block ids are handles (symmetry): the target's free blocks are in its key
+            return (lists, loads, manager_key(self.target, name))
         ids = tuple(sorted((name(h), block_id) for h, (block_id, _) in self.judge.id_of.items()))
-        return (lists, loads, ids, readable_key(self.target, name))
+        return (lists, loads, ids, manager_key(self.target, name))
 
     def fork(self) -> ManagerWorld | None:
         """An independent copy (the target deep-copied), or ``None`` if it cannot be."""
@@ -240,8 +246,14 @@ class ManagerWorld(Reproducing):
             self.inflight.append(tuple(items))
         self.judged(self.judge.events(self.target))
         self.model.check_invariants()
-        if self.observing:
+        self.last = (method, success)
+        if self.observing and not self.exact:
             self.observe(method, success)
+
+    def settle(self) -> None:
+        """A new state: judge the lookups here if ``apply`` left them to it (``exact``)."""
+        if self.exact:
+            self.observe(*self.last)
 
     def probe(self) -> None:
         """Make the target's eviction order observable before states are merged on the

@@ -46,6 +46,8 @@ class World(Protocol[Op]):  # pragma: no cover - a protocol
     def fingerprint(self) -> Hashable: ...
     def fork(self) -> World[Op] | None: ...
     def hashes_in_state(self) -> int: ...
+    def settle(self) -> None: ...
+    exact: bool
 
 
 class Reproducing:
@@ -61,6 +63,11 @@ class Reproducing:
 
     def reproduction(self, check: str = "") -> str:
         return self._names().render(self.construct, f"# the failing check:\nassert {check}" if check else "")
+
+    exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
+
+    def settle(self) -> None:
+        """Checks owed once per new state rather than per transition (none by default)."""
 
     def judged(self, verdict: Verdict | None) -> None:
         if verdict is not None:
@@ -108,7 +115,9 @@ def _confirm(make_world: Callable[[], World[Op]], path: list[Op], found: Conform
     reproduction then owes nothing to copies. If the replay conforms, the target is not
     deterministic or did not copy faithfully; that is said, with the original failure."""
     try:
-        _rebuild(make_world, path).probe()
+        world = _rebuild(make_world, path)
+        world.settle()
+        world.probe()
     except ConformanceFailure as failure:
         return failure
     return ConformanceFailure(
@@ -155,8 +164,10 @@ def explore(
                     child.apply(op)
                     child_key = child.fingerprint()
                     if child_key in parents:
-                        child.probe()
+                        if not child.exact:  # a target's hidden state, once, before it merges
+                            child.probe()
                     else:
+                        child.settle()
                         probed = child.fork() if snapshots else None
                         (probed or _rebuild(make_world, [*_path_to(parents, key), op])).probe()
                 except ConformanceFailure as failure:

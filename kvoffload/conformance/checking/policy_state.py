@@ -23,7 +23,7 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "clone_policy", "ghosts_of"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "ghosts_of"]
 
 #: The state fields of each exact policy, in key order.
 FIELDS: dict[type, tuple[str, ...]] = {
@@ -58,6 +58,21 @@ def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
     states whose targets differ in unseen memory (an extra ghost, another ``p``)."""
     policy = getattr(target, "policy", target)
     return policy_key(policy, name) if isinstance(policy, tuple(FIELDS)) else None
+
+
+def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
+    """The whole logical state of a manager exposing ``policy_view`` (the production
+    manager: recency lists with ref counts, ghost lists, marks, hand, ARC's ``p``, free
+    blocks), hashes renamed by ``name``; else ``readable_key``. Block ids are left out:
+    they are handles a target treats alike (README, "Model checking": block-id symmetry)."""
+    view = getattr(target, "policy_view", None)
+    if view is None:
+        return readable_key(target, name)
+    state, refs = view(), {h: int(b.ref_cnt) for h, b in target.blocks().items()}
+    return (tuple(tuple((name(h), refs.get(h)) for h in hashes) for hashes in state["lists"]),
+            tuple(tuple(map(name, hashes)) for hashes in state["ghosts"]),
+            tuple(sorted((name(h), mark) for h, mark in state["marks"].items())),
+            None if state["hand"] is None else name(state["hand"]), target.arc_target, target.get_num_free_blocks())
 
 
 def held(policy: Any) -> set[bytes]:
