@@ -38,7 +38,7 @@ from ..judge import METHOD_CLAUSE, ManagerJudge
 from ..reports.result import CallLog
 from ..lockstep.strategies import OneShot
 from .model_checker import Reproducing
-from .policy_state import FIELDS, clone_policy, held, manager_key, policy_key
+from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
 
 __all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
@@ -110,7 +110,7 @@ def _clonable(target: Any) -> bool:
         and set(vars(target)) == _MODEL_FIELDS
         and type(target.backend) in (ReferenceCPUBackend,)
         and set(vars(target.backend)) == {"block_size", "medium", "num_blocks", "_free_ids", "_handed_out"}
-        and type(target.policy) in FIELDS
+        and plain_policy(target.policy)
     )
 
 
@@ -247,6 +247,7 @@ class ManagerWorld(Reproducing):
         self.judged(self.judge.events(self.target))
         self.model.check_invariants()
         self.last = (method, success)
+        self.judged(self.judge.aliasing())
         if self.observing and not self.exact:
             self.observe(method, success)
 
@@ -289,12 +290,11 @@ class ManagerWorld(Reproducing):
 
     def observe(self, method: str, success: bool) -> None:
         """M1 after every call (I7 after a refused store): ``lookup([h])`` of each observed
-        hash, then of all of them in both orders; I4 on the target's block ids."""
+        hash, then of all of them in both orders (I4, every call: ``apply``)."""
         clause = "M7" if method == "complete_store" and not success else METHOD_CLAUSE[method]
         if method == "prepare_store" and self.judge.last_store_refused:
             clause = "I7"
         hashes = self.observed()
         why = f"after {method}"
         self.judged(self.judge.sweep(self.target, hashes, (clause,), why)
-                    or self.judge.prefix_lookups(self.target, (hashes, hashes[::-1]), clause, why)
-                    or self.judge.aliasing())
+                    or self.judge.prefix_lookups(self.target, (hashes, hashes[::-1]), clause, why))

@@ -23,7 +23,7 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "ghosts_of"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "ghosts_of", "plain_policy"]
 
 #: The state fields of each exact policy, in key order.
 FIELDS: dict[type, tuple[str, ...]] = {
@@ -53,6 +53,13 @@ def _fields(policy: Any) -> tuple[str, ...]:
     raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
 
 
+def plain_policy(policy: Any) -> bool:
+    """An exact policy, or a subclass of one holding no field of its own (the planted
+    bugs): its key is its whole state and ``clone_policy`` copies it."""
+    base = next((cls for cls in type(policy).__mro__ if cls in FIELDS), None)
+    return base is not None and vars(policy).keys() == vars(base(1)).keys()
+
+
 def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
     """A target's state if built on a reference policy, else ``None``: keeps apart joint
     states whose targets differ in unseen memory (an extra ghost, another ``p``)."""
@@ -63,11 +70,14 @@ def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
 def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
     """The whole logical state of a manager exposing ``policy_view`` (the production
     manager: recency lists with ref counts, ghost lists, marks, hand, ARC's ``p``, free
-    blocks), hashes renamed by ``name``; else ``readable_key``. Block ids are left out:
+    blocks), hashes renamed by ``name``; else ``readable_key`` and the backend's counts
+    (a leaked block shows there). Block ids are left out:
     they are handles a target treats alike (README, "Model checking": block-id symmetry)."""
     view = getattr(target, "policy_view", None)
-    if view is None:
-        return readable_key(target, name)
+    if view is None:  # a manager of reference parts: its policy, and its backend's blocks up to renaming
+        backend = getattr(target, "backend", None)
+        handed_out = len(getattr(backend, "_handed_out", ()))
+        return readable_key(target, name), backend and (backend.get_num_free_blocks(), handed_out)
     state, refs = view(), {h: int(b.ref_cnt) for h, b in target.blocks().items()}
     return (tuple(tuple((name(h), refs.get(h)) for h in hashes) for hashes in state["lists"]),
             tuple(tuple(map(name, hashes)) for hashes in state["ghosts"]),

@@ -32,7 +32,7 @@ from ...spec import BlockStatus, make_reference_policy
 from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
 from ..reports.result import CallLog
 from .model_checker import Reproducing
-from .policy_state import FIELDS, clone_policy, ghosts_of, held, policy_key, readable_key
+from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
@@ -102,6 +102,10 @@ class PolicyWorld(Reproducing):
         self.observing = True
         self._log: CallLog | None = None  # the reproduction's names, built on the way to a failure
         self.inserted = 0  # blocks inserted so far (their ids)
+        #: A target of an exact policy's fields alone: its key is its whole state, so ``get``
+        #: (pure, P1) is judged once per new state (``settle``) and a merged state needs no probe.
+        self.exact = plain_policy(self.target)
+        self.last = "touch"  # the call that led here (names the clause)
 
     def in_state(self) -> set[bytes]:
         return held(self.model)
@@ -141,8 +145,7 @@ class PolicyWorld(Reproducing):
             twin = memo[id(block)] = BlockStatus(block.block_id)
             twin.ref_cnt = block.ref_cnt
         try:  # a target of a reference policy's fields alone is cloned as the model is
-            plain = isinstance(self.target, tuple(FIELDS)) and vars(self.target).keys() == vars(self.model).keys()
-            new.target = clone_policy(self.target, memo) if plain else copy.deepcopy(self.target, memo)
+            new.target = clone_policy(self.target, memo) if self.exact else copy.deepcopy(self.target, memo)
         except Exception:  # rebuilt by replay instead
             self.copyable = False
             return None
@@ -179,7 +182,10 @@ class PolicyWorld(Reproducing):
             del self.blocks[hashes[0]]
         else:
             self._evict(number, set(hashes))
-        if self.observing:
+        self.last = method
+        self.judged(judge_ref_counts(self.all_blocks, f"after {method}"))  # P6: the caller's blocks, every call
+        self.model.check_invariants()
+        if self.observing and not self.exact:
             self.observe(method)
         live = {id(b) for b in self.blocks.values()}
         self.all_blocks = [(b, ref) for b, ref in self.all_blocks if id(b) in live]
@@ -219,13 +225,14 @@ class PolicyWorld(Reproducing):
                 log.add(render_policy_op(op, log.name, names))
         return self._log
 
+    def settle(self) -> None:
+        """A new state: judge the gets here if ``apply`` left them to it (``exact``)."""
+        if self.exact:
+            self.observe(self.last)
+
     def observe(self, method: str) -> None:
-        """P6 on every block the caller holds; P1 (A2, I8) on ``get`` of every hash."""
-        why = f"after {method}"
-        model = self.model
-        ghosts = ghosts_of(model)
+        """P1 (A2, I8) on ``get`` of every hash (P6, every call: ``apply``)."""
         clause = {"evict": "P5", "remove": "P3", "insert": "P2"}.get(method, "P1")
-        self.judged(judge_ref_counts(self.all_blocks, why)
-                    or judge_gets(self.target, self.pool, self.blocks, ghosts, clause, why, self._name,
-                                   ghost_clause={"arc": "A2", "s3fifo": "F3"}.get(self.policy, "P1")))
-        self.model.check_invariants()
+        self.judged(judge_gets(self.target, self.pool, self.blocks, ghosts_of(self.model), clause,
+                               f"after {method}", self._name,
+                               ghost_clause={"arc": "A2", "s3fifo": "F3"}.get(self.policy, "P1")))
