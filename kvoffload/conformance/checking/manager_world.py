@@ -38,7 +38,7 @@ from ..judge import METHOD_CLAUSE, ManagerJudge
 from ..reports.result import CallLog
 from ..lockstep.strategies import OneShot
 from .model_checker import Reproducing
-from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key
+from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
 
 __all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
@@ -91,8 +91,8 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
     """A copy of a manager built of the reference parts (faster than ``deepcopy``: the
     ctypes blocks are rebuilt, not pickled). Subclasses holding no state of their own
     (the planted bugs) are cloned the same way."""
-    new = copy.copy(manager)
-    backend = copy.copy(manager.backend)
+    new = shallow(manager)
+    backend = shallow(manager.backend)
     assert isinstance(backend, ReferenceCPUBackend)
     fresh: dict[int, BlockStatus] = {}
     for block_id, block in backend._handed_out.items():
@@ -149,7 +149,8 @@ class ManagerWorld(Reproducing):
         self.observing = True
         #: The target's whole state is in its key (``policy_state.manager_key``): lookups, pure
         #: (M1), are judged once per new state (``settle``) and a merged state needs no probe.
-        self.exact = hasattr(self.target, "policy_view") or _clonable(self.target)
+        self.clonable = _clonable(self.target)  # of reference parts alone: copied field by field
+        self.exact = hasattr(self.target, "policy_view") or self.clonable
         self.last: tuple[str, bool] = ("touch", True)  # the call that led here (names the clause)
         self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
@@ -203,14 +204,14 @@ class ManagerWorld(Reproducing):
         """An independent copy (the target deep-copied), or ``None`` if it cannot be."""
         if not self.copyable:
             return None
-        new = copy.copy(self)
+        new = shallow(self)
         try:
-            new.target = clone_reference_manager(self.target) if _clonable(self.target) else copy.deepcopy(self.target)
+            new.target = clone_reference_manager(self.target) if self.clonable else copy.deepcopy(self.target)
         except Exception:  # a target that cannot be copied is rebuilt by replay instead
             self.copyable = False
             return None
         new._log = None
-        judge = new.judge = copy.copy(self.judge)
+        judge = new.judge = shallow(self.judge)
         judge.name = new._name  # the copy names hashes from its own history
         judge.model = clone_reference_manager(self.judge.model)
         judge.id_of, judge.replayed = dict(self.judge.id_of), set(self.judge.replayed)
@@ -245,14 +246,15 @@ class ManagerWorld(Reproducing):
         if method == "prepare_load":
             self.inflight.append(tuple(items))
         self.judged(self.judge.events(self.target))
-        self.model.check_invariants()
         self.last = (method, success)
         self.judged(self.judge.aliasing())
         if self.observing and not self.exact:
             self.observe(method, success)
 
     def settle(self) -> None:
-        """A new state: judge the lookups here if ``apply`` left them to it (``exact``)."""
+        """A new state: the model's invariants (a function of its state, so once per state),
+        and the lookups if ``apply`` left them to it (``exact``)."""
+        self.model.check_invariants()
         if self.exact:
             self.observe(*self.last)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 from ...spec import (
     BlockStatus,
@@ -23,8 +23,9 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "ghosts_of", "plain_policy"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "ghosts_of", "plain_policy", "shallow"]
 
+T = TypeVar("T")
 #: The state fields of each exact policy, in key order.
 FIELDS: dict[type, tuple[str, ...]] = {
     ReferenceLRUPolicy: ("order",),
@@ -119,19 +120,27 @@ def policy_key(policy: Any, name: Callable[[bytes], int]) -> tuple[Hashable, ...
     return tuple(key)
 
 
+def shallow(obj: T) -> T:
+    """``copy.copy`` of a plain object, without its generic (``__reduce_ex__``) path: the
+    checker copies several objects per transition."""
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
+    return new
+
+
 def _clone_entry(value: Any, blocks: dict[int, BlockStatus]) -> Any:
     if value is None:
         return None
     if isinstance(value, BlockStatus):
         return blocks[id(value)]
-    twin = copy.copy(value)
+    twin = copy.copy(value)  # S3-FIFO's and SIEVE's entries have slots
     twin.block = blocks[id(value.block)]
     return twin
 
 
 def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
     """A copy whose entries point at ``blocks[id(old block)]`` (the caller's copies)."""
-    new = copy.copy(policy)
+    new = shallow(policy)
     for field in _fields(policy):
         value = getattr(policy, field)
         if isinstance(value, dict):

@@ -32,7 +32,7 @@ from ...spec import BlockStatus, make_reference_policy
 from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
 from ..reports.result import CallLog
 from .model_checker import Reproducing
-from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key
+from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, shallow
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
@@ -139,7 +139,7 @@ class PolicyWorld(Reproducing):
         both policies still share each block (``None`` if the target cannot be copied)."""
         if not self.copyable:
             return None
-        new = copy.copy(self)
+        new = shallow(self)
         memo: dict[int, Any] = {}
         for block, _ in self.all_blocks:
             twin = memo[id(block)] = BlockStatus(block.block_id)
@@ -184,7 +184,6 @@ class PolicyWorld(Reproducing):
             self._evict(number, set(hashes))
         self.last = method
         self.judged(judge_ref_counts(self.all_blocks, f"after {method}"))  # P6: the caller's blocks, every call
-        self.model.check_invariants()
         if self.observing and not self.exact:
             self.observe(method)
         live = {id(b) for b in self.blocks.values()}
@@ -226,7 +225,9 @@ class PolicyWorld(Reproducing):
         return self._log
 
     def settle(self) -> None:
-        """A new state: judge the gets here if ``apply`` left them to it (``exact``)."""
+        """A new state: the model's invariants (a function of its state, so once per state),
+        and the gets if ``apply`` left them to it (``exact``)."""
+        self.model.check_invariants()
         if self.exact:
             self.observe(self.last)
 
