@@ -151,7 +151,6 @@ class ManagerWorld(Reproducing):
         #: (M1), are judged once per new state (``settle``) and a merged state needs no probe.
         self.clonable = _clonable(self.target)  # of reference parts alone: copied field by field
         self.exact = hasattr(self.target, "policy_view") or self.clonable
-        self.last: tuple[str, bool] = ("touch", True)  # the call that led here (names the clause)
         self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
     @property
@@ -161,9 +160,6 @@ class ManagerWorld(Reproducing):
     # -- the alphabet -------------------------------------------------------------------
     def in_state(self) -> set[bytes]:
         return held(self.model.policy)
-
-    def hashes_in_state(self) -> int:
-        return len(self.in_state())
 
     def _touches_and_stores(self) -> tuple[list[ManagerOp], list[ManagerOp]]:
         """Shared by every state with the same hashes in it (memoised: the alphabet is fixed)."""
@@ -250,13 +246,6 @@ class ManagerWorld(Reproducing):
         self.judged(self.judge.aliasing())
         if self.observing and not self.exact:
             self.observe(method, success)
-
-    def settle(self) -> None:
-        """A new state: the model's invariants (a function of its state, so once per state),
-        and the lookups if ``apply`` left them to it (``exact``)."""
-        self.model.check_invariants()
-        if self.exact:
-            self.observe(*self.last)
 
     def probe(self) -> None:
         """Make the target's eviction order observable before states are merged on the

@@ -65,9 +65,24 @@ class Reproducing:
         return self._names().render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
     exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
+    last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
+
+    def in_state(self) -> set[bytes]:
+        raise NotImplementedError
+
+    def hashes_in_state(self) -> int:
+        return len(self.in_state())
+
+    def observe(self, *last: Any) -> None:
+        raise NotImplementedError
 
     def settle(self) -> None:
-        """Checks owed once per new state rather than per transition (none by default)."""
+        """A new state: the model's invariants (a function of its state: once per state)
+        and, when ``exact``, the pure queries ``apply`` left to it (they cannot differ
+        between two arrivals at one fingerprint)."""
+        getattr(self, "model").check_invariants()  # each world has one (attribute or property)
+        if self.exact:
+            self.observe(*self.last)
 
     def judged(self, verdict: Verdict | None) -> None:
         if verdict is not None:

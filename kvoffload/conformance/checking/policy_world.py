@@ -105,13 +105,9 @@ class PolicyWorld(Reproducing):
         #: A target of an exact policy's fields alone: its key is its whole state, so ``get``
         #: (pure, P1) is judged once per new state (``settle``) and a merged state needs no probe.
         self.exact = plain_policy(self.target)
-        self.last = "touch"  # the call that led here (names the clause)
 
     def in_state(self) -> set[bytes]:
         return held(self.model)
-
-    def hashes_in_state(self) -> int:
-        return len(self.in_state())
 
     def enabled(self) -> list[PolicyOp]:
         in_state = self.in_state()
@@ -182,7 +178,7 @@ class PolicyWorld(Reproducing):
             del self.blocks[hashes[0]]
         else:
             self._evict(number, set(hashes))
-        self.last = method
+        self.last = (method,)
         self.judged(judge_ref_counts(self.all_blocks, f"after {method}"))  # P6: the caller's blocks, every call
         if self.observing and not self.exact:
             self.observe(method)
@@ -223,13 +219,6 @@ class PolicyWorld(Reproducing):
             for op in self.history:
                 log.add(render_policy_op(op, log.name, names))
         return self._log
-
-    def settle(self) -> None:
-        """A new state: the model's invariants (a function of its state, so once per state),
-        and the gets if ``apply`` left them to it (``exact``)."""
-        self.model.check_invariants()
-        if self.exact:
-            self.observe(self.last)
 
     def observe(self, method: str) -> None:
         """P1 (A2, I8) on ``get`` of every hash (P6, every call: ``apply``)."""
