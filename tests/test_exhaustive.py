@@ -20,7 +20,7 @@ from kvoffload.conformance.checking.manager_world import ManagerWorld
 from kvoffload.conformance.checking.symmetry import canonical_calls, hash_alphabet
 from kvoffload.impl import MANAGER_POLICIES
 from kvoffload.impl import factories as impl
-from kvoffload.spec import ReferenceSIEVEPolicy
+from kvoffload.spec import ReferenceManager, ReferenceSIEVEPolicy
 
 sys.path.insert(0, str(Path(__file__).parent))
 pb: Any
@@ -264,6 +264,27 @@ def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacit
             exec(code, namespace)  # noqa: S102
     else:
         exec(code, namespace)  # noqa: S102
+
+
+class LookupRefreshes(ReferenceManager):
+    """M1 broken: ``lookup`` refreshes the hashes it finds (a side effect on recency). No
+    field of its own, so the checker reads its whole state and judges lookups once per new
+    state: the change they make to the key is what refutes it."""
+
+    def lookup(self, block_hashes: Any) -> int:
+        hashes = list(block_hashes)
+        hits = super().lookup(hashes)
+        self.policy.touch(hashes[:hits])
+        return hits
+
+
+def test_M1_exact_key_lookups_once_per_state_still_refute_an_impure_lookup() -> None:
+    world = ManagerWorld(lambda: LookupRefreshes(2, enable_events=True), 2, "lru", hash_alphabet(4, 0),
+                         distinguished=0)
+    assert world.exact
+    run = run_exhaustive(LookupRefreshes, policy="lru", capacity=2, distinguished=0, source="LookupRefreshes")
+    assert not run.ok and run.result.failure is not None
+    assert run.result.failure.clause == "M1", run.report()
 
 
 # -- the command line ---------------------------------------------------------------------------

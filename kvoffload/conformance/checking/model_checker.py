@@ -64,6 +64,7 @@ class Reproducing:
     def reproduction(self, check: str = "") -> str:
         return self._names().render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
+    target: Any
     exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
     last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
 
@@ -76,13 +77,22 @@ class Reproducing:
     def observe(self, *last: Any) -> None:
         raise NotImplementedError
 
+    def fingerprint(self) -> Hashable:
+        raise NotImplementedError
+
     def settle(self) -> None:
         """A new state: the model's invariants (a function of its state: once per state)
         and, when ``exact``, the pure queries ``apply`` left to it (they cannot differ
-        between two arrivals at one fingerprint)."""
+        between two arrivals at one fingerprint), checked to leave the key unchanged."""
         getattr(self, "model").check_invariants()  # each world has one (attribute or property)
         if self.exact:
+            before = self.fingerprint()
             self.observe(*self.last)
+            if self.fingerprint() != before:
+                clause = "M1" if hasattr(self.target, "lookup") else "P1"
+                query = "lookup" if clause == "M1" else "get"
+                self.judged(Verdict((clause,), f"the {query}s of every hash after the last call changed the "
+                                    f"target's state ({query} is pure)"))
 
     def judged(self, verdict: Verdict | None) -> None:
         if verdict is not None:
