@@ -3,7 +3,7 @@
 Breadth-first search over every reachable joint state of the reference model and a target
 (``model_checker``), for every capacity ``1..C`` and each policy, judging every call out of
 every state the way the lockstep suite does. States are deduplicated by fingerprint (the
-model's whole state plus the target's observable state: block ids), with symmetry
+model's whole state plus the target's: its whole state where readable, else its block ids), with symmetry
 reduction over the free hashes (``symmetry``: h0, its fingerprint twin h1 and its prefix
 h2 stay distinguished). Without ``--depth`` the search runs until no new state appears:
 every reachable state of that scope is proved to conform; ``--depth N`` stops after N

@@ -15,12 +15,15 @@ so that every sequence keeps the caller protocol C1–C5:
 
 Every call is judged by ``judge.ManagerJudge`` (as in the lockstep machines), then with
 events on ``take_events()`` (so no event queue is carried between states, M5–M8, I5),
-``lookup([h])`` of the observed hashes, of them all and reversed (M1, I7 after a refused
-store), the model's ``check_invariants()`` (I1–I4) and the target's block ids (I4).
+the target's block ids (I4), ``lookup([h])`` of the observed hashes, of them all and
+reversed (M1, I7 after a refused store) and the model's ``check_invariants()`` (I1–I4):
+these last two once per new state when the world is ``exact``.
 
 The joint state's fingerprint: the model's policy lists (hashes, ref counts, order; ARC's
-ghosts and ``p``), the loads in flight, and the target's observable state (the block id
-it gave each live hash), with free hashes renamed (``symmetry.Relabel``). The events'
+ghosts and ``p``), the loads in flight, and the target's state: its whole logical state
+when the checker can read it (``exact``: ``policy_state.manager_key``; block ids, handles,
+left out), else what it showed (the block id it gave each live hash); free hashes renamed
+(``symmetry.Relabel``). The events'
 ``block_size``/``medium`` are compared with the first event of the path being judged, and
 are not part of the state.
 """
