@@ -251,14 +251,9 @@ class ManagerWorld(Reproducing):
             self.observe(method, success)
 
     def probe(self) -> None:
-        """Make the target's eviction order observable before states are merged on the
-        model's state (this world is spent: the engine probes a copy or a state it
-        drops): touch every alphabet hash the model does not hold (a no-op in the model,
-        so a target's hidden memory of it shows), complete every load and store in
-        flight, then store ``capacity`` hashes
-        that are never in the alphabet (evicting every block in one call), judged against
-        the model: a recency bug that has not yet changed a victim is seen now, with
-        those calls in the reproduction."""
+        """``World.probe``: touch every alphabet hash the model does not hold, complete
+        every load and store in flight, then store ``capacity`` hashes never in the
+        alphabet (evicting every block in one call)."""
         self.observing = False  # the probe judges victims and events; its states are spent
         blocks = self.model.blocks()
         if not blocks:

@@ -186,12 +186,8 @@ class PolicyWorld(Reproducing):
         self.all_blocks = [(b, ref) for b, ref in self.all_blocks if id(b) in live]
 
     def probe(self) -> None:
-        """Make the target's eviction order observable before states are merged on the
-        model's state (this world is spent: the engine probes a copy or a state it
-        drops): touch every alphabet hash the model does not hold (a no-op in the model,
-        so hidden state such as untrimmed ghosts shows), make every block idle and evict
-        them all in one call, judged against the model (so a recency bug that has not
-        yet changed a victim is seen now, with those calls in the reproduction)."""
+        """``World.probe``: touch every alphabet hash the model does not hold (untrimmed
+        ghosts show), make every block idle and evict them all in one call."""
         self.observing = False  # the probe judges victims and events; its states are spent
         in_state = self.in_state()
         forgotten = tuple(h for h in self.pool if h not in in_state)
