@@ -206,6 +206,10 @@ CAUGHT_FREE: list[tuple[str, str, str, int, str]] = [
     ("ARCNoT1Fallback", "policy", "arc", 2, "I6"),
     ("ARCPromotesPending", "policy", "arc", 2, "A4"),
     ("ARCUntrimmedGhosts", "policy", "arc", 2, "A4"),  # the extra ghost is in the target's key: no merge
+    # The same ARC bugs inside a manager of reference parts (its whole state keyed: exact).
+    ("manager_arc_no_fallback", "manager", "arc", 2, "I6"),
+    ("manager_arc_promotes_pending", "manager", "arc", 2, "A4"),
+    ("manager_arc_untrimmed_ghosts", "manager", "arc", 2, "A4"),
     ("SIEVEHandForgets", "policy", "sieve", 3, "V5"),
     ("reference_sieve_policy", "policy", "s3fifo", 2, "F5"),
     ("reference_s3fifo_policy", "policy", "lru", 2, "L3"),
@@ -234,7 +238,7 @@ def _free_bug(name: str) -> Any:
         return SIEVEHandForgets
     if hasattr(reference, name):
         return getattr(reference, name)
-    return _bug(name, "policy")
+    return _bug(name, "manager" if name.startswith("manager_") else "policy")
 
 
 @pytest.mark.parametrize(
