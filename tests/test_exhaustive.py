@@ -101,6 +101,20 @@ def test_copies_and_replays_explore_the_same_space() -> None:
             replayed.states, replayed.transitions, replayed.diameter)
 
 
+def test_exact_keys_add_no_state_for_conforming_targets() -> None:
+    """The production manager's whole state and a reference-part manager's are keyed
+    (exact), block ids left out: for a conforming target the key is a function of the
+    model's, so both explore the same space."""
+    for policy, capacity in (("lru", 2), ("arc", 1)):
+        runs = [run_exhaustive(factory, policy=policy, capacity=capacity, distinguished=0).result
+                for factory in (getattr(impl, f"{policy}_manager"), getattr(reference, f"reference_{policy}_manager"))]
+        assert all(r.ok and r.complete for r in runs)
+        assert (runs[0].states, runs[0].transitions) == (runs[1].states, runs[1].transitions)
+    world = ManagerWorld(lambda: impl.lru_manager(num_blocks=2, enable_events=True), 2, "lru", hash_alphabet(5, 0),
+                         distinguished=0)
+    assert world.exact
+
+
 def test_every_enabled_call_is_distinct() -> None:
     world = ManagerWorld(lambda: reference.reference_lru_manager(num_blocks=2, enable_events=True), 2, "lru",
                          hash_alphabet(7))
