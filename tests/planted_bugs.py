@@ -256,6 +256,9 @@ manager_partial_evict = _manager_with(LRUPartialEvict)
 manager_touch_forward = _manager_with(LRUTouchForward)
 manager_arc_float_target = _manager_with(ARCFloatTarget)
 manager_arc_no_fallback = _manager_with(ARCNoT1Fallback)
+manager_arc_integer_ratio = _manager_with(ARCIntegerRatio)
+manager_arc_untrimmed_ghosts = _manager_with(ARCUntrimmedGhosts)
+manager_arc_promotes_pending = _manager_with(ARCPromotesPending)
 
 
 class FailedStoreBecomesReady(ReferenceManager):

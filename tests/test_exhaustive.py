@@ -20,7 +20,7 @@ from kvoffload.conformance.checking.manager_world import ManagerWorld
 from kvoffload.conformance.checking.symmetry import canonical_calls, hash_alphabet
 from kvoffload.impl import MANAGER_POLICIES
 from kvoffload.impl import factories as impl
-from kvoffload.spec import ReferenceSIEVEPolicy
+from kvoffload.spec import ReferenceManager, ReferenceSIEVEPolicy
 
 sys.path.insert(0, str(Path(__file__).parent))
 pb: Any
@@ -99,6 +99,20 @@ def test_copies_and_replays_explore_the_same_space() -> None:
         assert copied.ok and replayed.ok
         assert (copied.states, copied.transitions, copied.diameter) == (
             replayed.states, replayed.transitions, replayed.diameter)
+
+
+def test_exact_keys_add_no_state_for_conforming_targets() -> None:
+    """The production manager's whole state and a reference-part manager's are keyed
+    (exact), block ids left out: for a conforming target the key is a function of the
+    model's, so both explore the same space."""
+    for policy, capacity in (("lru", 2), ("arc", 1)):
+        runs = [run_exhaustive(factory, policy=policy, capacity=capacity, distinguished=0).result
+                for factory in (getattr(impl, f"{policy}_manager"), getattr(reference, f"reference_{policy}_manager"))]
+        assert all(r.ok and r.complete for r in runs)
+        assert (runs[0].states, runs[0].transitions) == (runs[1].states, runs[1].transitions)
+    world = ManagerWorld(lambda: impl.lru_manager(num_blocks=2, enable_events=True), 2, "lru", hash_alphabet(5, 0),
+                         distinguished=0)
+    assert world.exact
 
 
 def test_every_enabled_call_is_distinct() -> None:
@@ -206,6 +220,10 @@ CAUGHT_FREE: list[tuple[str, str, str, int, str]] = [
     ("ARCNoT1Fallback", "policy", "arc", 2, "I6"),
     ("ARCPromotesPending", "policy", "arc", 2, "A4"),
     ("ARCUntrimmedGhosts", "policy", "arc", 2, "A4"),  # the extra ghost is in the target's key: no merge
+    # The same ARC bugs inside a manager of reference parts (its whole state keyed: exact).
+    ("manager_arc_no_fallback", "manager", "arc", 2, "I6"),
+    ("manager_arc_promotes_pending", "manager", "arc", 2, "A4"),
+    ("manager_arc_untrimmed_ghosts", "manager", "arc", 2, "A4"),
     ("SIEVEHandForgets", "policy", "sieve", 3, "V5"),
     ("reference_sieve_policy", "policy", "s3fifo", 2, "F5"),
     ("reference_s3fifo_policy", "policy", "lru", 2, "L3"),
@@ -234,7 +252,7 @@ def _free_bug(name: str) -> Any:
         return SIEVEHandForgets
     if hasattr(reference, name):
         return getattr(reference, name)
-    return _bug(name, "policy")
+    return _bug(name, "manager" if name.startswith("manager_") else "policy")
 
 
 @pytest.mark.parametrize(
@@ -264,6 +282,27 @@ def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacit
             exec(code, namespace)  # noqa: S102
     else:
         exec(code, namespace)  # noqa: S102
+
+
+class LookupRefreshes(ReferenceManager):
+    """M1 broken: ``lookup`` refreshes the hashes it finds (a side effect on recency). No
+    field of its own, so the checker reads its whole state and judges lookups once per new
+    state: the change they make to the key is what refutes it."""
+
+    def lookup(self, block_hashes: Any) -> int:
+        hashes = list(block_hashes)
+        hits = super().lookup(hashes)
+        self.policy.touch(hashes[:hits])
+        return hits
+
+
+def test_M1_exact_key_lookups_once_per_state_still_refute_an_impure_lookup() -> None:
+    world = ManagerWorld(lambda: LookupRefreshes(2, enable_events=True), 2, "lru", hash_alphabet(4, 0),
+                         distinguished=0)
+    assert world.exact
+    run = run_exhaustive(LookupRefreshes, policy="lru", capacity=2, distinguished=0, source="LookupRefreshes")
+    assert not run.ok and run.result.failure is not None
+    assert run.result.failure.clause == "M1", run.report()
 
 
 # -- the command line ---------------------------------------------------------------------------

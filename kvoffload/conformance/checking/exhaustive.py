@@ -3,7 +3,7 @@
 Breadth-first search over every reachable joint state of the reference model and a target
 (``model_checker``), for every capacity ``1..C`` and each policy, judging every call out of
 every state the way the lockstep suite does. States are deduplicated by fingerprint (the
-model's whole state plus the target's observable state: block ids), with symmetry
+model's whole state plus the target's: its whole state where readable, else its block ids), with symmetry
 reduction over the free hashes (``symmetry``: h0, its fingerprint twin h1 and its prefix
 h2 stay distinguished). Without ``--depth`` the search runs until no new state appears:
 every reachable state of that scope is proved to conform; ``--depth N`` stops after N
@@ -31,7 +31,7 @@ import click
 
 from .manager_world import ManagerWorld, distinguished_text, hash_alphabet, manager_alphabet_text
 from .policy_world import PolicyWorld, policy_alphabet_text
-from ..loading import FactoryLoadError, load_factory
+from ..loading import FactoryLoadError, builtin_source, load_factory
 from .model_checker import Exploration, explore, stderr_progress
 from .policy_state import ghost_capacity
 from .symmetry import DISTINGUISHED
@@ -104,18 +104,13 @@ def saturating_alphabet(kind: str, policy: str, capacity: int, longest: int, dis
 def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., Any], str, list[str]]:
     """(factory called with the suite's keywords, its source form, imports). ``impl``'s manager:
     its core compiled first (the search times the compiled code, not its plain-Python twin)."""
-    if target in ("impl", "reference"):
-        module = "kvoffload.impl.factories" if target == "impl" else "kvoffload.conformance.factories"
-        name = f"{'reference_' if target == 'reference' else ''}{policy}_{kind}"
-        if target == "impl" and kind == "manager":
-            from ...impl.core import runtime
+    if target == "impl" and kind == "manager":
+        from ...impl.core import runtime
 
-            runtime.wait()
-    else:
-        module, _, name = target.partition(":")
-    factory = load_factory(f"{module}:{name}")
-    return factory, f"{name}", [f"from {module} import {name.split('.')[0]}",
-                                "from kvoffload.spec import BlockStatus"]
+        runtime.wait()
+    module, _, name = builtin_source(kind, target, policy).partition(":")
+    return load_factory(f"{module}:{name}"), name, [f"from {module} import {name.split('.')[0]}",
+                                                    "from kvoffload.spec import BlockStatus"]
 
 
 def run_exhaustive(

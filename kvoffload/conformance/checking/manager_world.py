@@ -15,12 +15,15 @@ so that every sequence keeps the caller protocol C1–C5:
 
 Every call is judged by ``judge.ManagerJudge`` (as in the lockstep machines), then with
 events on ``take_events()`` (so no event queue is carried between states, M5–M8, I5),
-``lookup([h])`` of the observed hashes, of them all and reversed (M1, I7 after a refused
-store), the model's ``check_invariants()`` (I1–I4) and the target's block ids (I4).
+the target's block ids (I4), ``lookup([h])`` of the observed hashes, of them all and
+reversed (M1, I7 after a refused store) and the model's ``check_invariants()`` (I1–I4):
+these last two once per new state when the world is ``exact``.
 
 The joint state's fingerprint: the model's policy lists (hashes, ref counts, order; ARC's
-ghosts and ``p``), the loads in flight, and the target's observable state (the block id
-it gave each live hash), with free hashes renamed (``symmetry.Relabel``). The events'
+ghosts and ``p``), the loads in flight, and the target's state: its whole logical state
+when the checker can read it (``exact``: ``policy_state.manager_key``; block ids, handles,
+left out), else what it showed (the block id it gave each live hash); free hashes renamed
+(``symmetry.Relabel``). The events'
 ``block_size``/``medium`` are compared with the first event of the path being judged, and
 are not part of the state.
 """
@@ -38,7 +41,7 @@ from ..judge import METHOD_CLAUSE, ManagerJudge
 from ..reports.result import CallLog
 from ..lockstep.strategies import OneShot
 from .model_checker import Reproducing
-from .policy_state import FIELDS, clone_policy, held, policy_key, readable_key
+from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
 
 __all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
@@ -91,8 +94,8 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
     """A copy of a manager built of the reference parts (faster than ``deepcopy``: the
     ctypes blocks are rebuilt, not pickled). Subclasses holding no state of their own
     (the planted bugs) are cloned the same way."""
-    new = copy.copy(manager)
-    backend = copy.copy(manager.backend)
+    new = shallow(manager)
+    backend = shallow(manager.backend)
     assert isinstance(backend, ReferenceCPUBackend)
     fresh: dict[int, BlockStatus] = {}
     for block_id, block in backend._handed_out.items():
@@ -110,7 +113,7 @@ def _clonable(target: Any) -> bool:
         and set(vars(target)) == _MODEL_FIELDS
         and type(target.backend) in (ReferenceCPUBackend,)
         and set(vars(target.backend)) == {"block_size", "medium", "num_blocks", "_free_ids", "_handed_out"}
-        and type(target.policy) in FIELDS
+        and plain_policy(target.policy)
     )
 
 
@@ -147,6 +150,10 @@ class ManagerWorld(Reproducing):
         self.history: list[ManagerOp] = []
         self.copyable = True
         self.observing = True
+        #: The target's whole state is in its key (``policy_state.manager_key``): lookups, pure
+        #: (M1), are judged once per new state (``settle``) and a merged state needs no probe.
+        self.clonable = _clonable(self.target)  # of reference parts alone: copied field by field
+        self.exact = hasattr(self.target, "policy_view") or self.clonable
         self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
     @property
@@ -156,9 +163,6 @@ class ManagerWorld(Reproducing):
     # -- the alphabet -------------------------------------------------------------------
     def in_state(self) -> set[bytes]:
         return held(self.model.policy)
-
-    def hashes_in_state(self) -> int:
-        return len(self.in_state())
 
     def _touches_and_stores(self) -> tuple[list[ManagerOp], list[ManagerOp]]:
         """Shared by every state with the same hashes in it (memoised: the alphabet is fixed)."""
@@ -190,21 +194,23 @@ class ManagerWorld(Reproducing):
         name = Relabel(self.pool[: self.fixed])
         lists = policy_key(self.model.policy, name)
         loads = tuple(sorted(name.many(load) for load in self.inflight))
+        if self.exact:  # block ids are handles (symmetry): the target's free blocks are in its key
+            return (lists, loads, manager_key(self.target, name))
         ids = tuple(sorted((name(h), block_id) for h, (block_id, _) in self.judge.id_of.items()))
-        return (lists, loads, ids, readable_key(self.target, name))
+        return (lists, loads, ids, manager_key(self.target, name))
 
     def fork(self) -> ManagerWorld | None:
         """An independent copy (the target deep-copied), or ``None`` if it cannot be."""
         if not self.copyable:
             return None
-        new = copy.copy(self)
+        new = shallow(self)
         try:
-            new.target = clone_reference_manager(self.target) if _clonable(self.target) else copy.deepcopy(self.target)
+            new.target = clone_reference_manager(self.target) if self.clonable else copy.deepcopy(self.target)
         except Exception:  # a target that cannot be copied is rebuilt by replay instead
             self.copyable = False
             return None
         new._log = None
-        judge = new.judge = copy.copy(self.judge)
+        judge = new.judge = shallow(self.judge)
         judge.name = new._name  # the copy names hashes from its own history
         judge.model = clone_reference_manager(self.judge.model)
         judge.id_of, judge.replayed = dict(self.judge.id_of), set(self.judge.replayed)
@@ -239,19 +245,15 @@ class ManagerWorld(Reproducing):
         if method == "prepare_load":
             self.inflight.append(tuple(items))
         self.judged(self.judge.events(self.target))
-        self.model.check_invariants()
-        if self.observing:
+        self.last = (method, success)
+        self.judged(self.judge.aliasing())
+        if self.observing and not self.exact:
             self.observe(method, success)
 
     def probe(self) -> None:
-        """Make the target's eviction order observable before states are merged on the
-        model's state (this world is spent: the engine probes a copy or a state it
-        drops): touch every alphabet hash the model does not hold (a no-op in the model,
-        so a target's hidden memory of it shows), complete every load and store in
-        flight, then store ``capacity`` hashes
-        that are never in the alphabet (evicting every block in one call), judged against
-        the model: a recency bug that has not yet changed a victim is seen now, with
-        those calls in the reproduction."""
+        """``World.probe``: touch every alphabet hash the model does not hold, complete
+        every load and store in flight, then store ``capacity`` hashes never in the
+        alphabet (evicting every block in one call)."""
         self.observing = False  # the probe judges victims and events; its states are spent
         blocks = self.model.blocks()
         if not blocks:
@@ -277,12 +279,11 @@ class ManagerWorld(Reproducing):
 
     def observe(self, method: str, success: bool) -> None:
         """M1 after every call (I7 after a refused store): ``lookup([h])`` of each observed
-        hash, then of all of them in both orders; I4 on the target's block ids."""
+        hash, then of all of them in both orders (I4, every call: ``apply``)."""
         clause = "M7" if method == "complete_store" and not success else METHOD_CLAUSE[method]
         if method == "prepare_store" and self.judge.last_store_refused:
             clause = "I7"
         hashes = self.observed()
         why = f"after {method}"
         self.judged(self.judge.sweep(self.target, hashes, (clause,), why)
-                    or self.judge.prefix_lookups(self.target, (hashes, hashes[::-1]), clause, why)
-                    or self.judge.aliasing())
+                    or self.judge.prefix_lookups(self.target, (hashes, hashes[::-1]), clause, why))

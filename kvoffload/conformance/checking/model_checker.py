@@ -42,10 +42,17 @@ Op = TypeVar("Op", bound=Hashable)
 class World(Protocol[Op]):  # pragma: no cover - a protocol
     def enabled(self) -> list[Op]: ...
     def apply(self, op: Op) -> None: ...
-    def probe(self) -> None: ...
+    def probe(self) -> None:
+        """Make the target's hidden order observable, judged against the model (this world
+        is spent: the engine probes a copy, or a state it drops): calls that are no-ops
+        or drains for the model (touching hashes it no longer holds shows a target still
+        remembering one), then one eviction of every block, so a recency bug that has not
+        yet changed a victim is seen now, with those calls in the reproduction."""
     def fingerprint(self) -> Hashable: ...
     def fork(self) -> World[Op] | None: ...
     def hashes_in_state(self) -> int: ...
+    def settle(self) -> None: ...
+    exact: bool
 
 
 class Reproducing:
@@ -61,6 +68,36 @@ class Reproducing:
 
     def reproduction(self, check: str = "") -> str:
         return self._names().render(self.construct, f"# the failing check:\nassert {check}" if check else "")
+
+    target: Any
+    exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
+    last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
+
+    def in_state(self) -> set[bytes]:
+        raise NotImplementedError
+
+    def hashes_in_state(self) -> int:
+        return len(self.in_state())
+
+    def observe(self, *last: Any) -> None:
+        raise NotImplementedError
+
+    def fingerprint(self) -> Hashable:
+        raise NotImplementedError
+
+    def settle(self) -> None:
+        """A new state: the model's invariants (a function of its state: once per state)
+        and, when ``exact``, the pure queries ``apply`` left to it (they cannot differ
+        between two arrivals at one fingerprint), checked to leave the key unchanged."""
+        getattr(self, "model").check_invariants()  # each world has one (attribute or property)
+        if self.exact:
+            before = self.fingerprint()
+            self.observe(*self.last)
+            if self.fingerprint() != before:
+                clause = "M1" if hasattr(self.target, "lookup") else "P1"
+                query = "lookup" if clause == "M1" else "get"
+                self.judged(Verdict((clause,), f"the {query}s of every hash after the last call changed the "
+                                    f"target's state ({query} is pure)"))
 
     def judged(self, verdict: Verdict | None) -> None:
         if verdict is not None:
@@ -108,7 +145,9 @@ def _confirm(make_world: Callable[[], World[Op]], path: list[Op], found: Conform
     reproduction then owes nothing to copies. If the replay conforms, the target is not
     deterministic or did not copy faithfully; that is said, with the original failure."""
     try:
-        _rebuild(make_world, path).probe()
+        world = _rebuild(make_world, path)
+        world.settle()
+        world.probe()
     except ConformanceFailure as failure:
         return failure
     return ConformanceFailure(
@@ -155,8 +194,10 @@ def explore(
                     child.apply(op)
                     child_key = child.fingerprint()
                     if child_key in parents:
-                        child.probe()
+                        if not child.exact:  # a target's hidden state, once, before it merges
+                            child.probe()
                     else:
+                        child.settle()
                         probed = child.fork() if snapshots else None
                         (probed or _rebuild(make_world, [*_path_to(parents, key), op])).probe()
                 except ConformanceFailure as failure:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
 from ...spec import (
     BlockStatus,
@@ -23,8 +23,9 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "clone_policy", "ghosts_of"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "ghosts_of", "plain_policy", "shallow"]
 
+T = TypeVar("T")
 #: The state fields of each exact policy, in key order.
 FIELDS: dict[type, tuple[str, ...]] = {
     ReferenceLRUPolicy: ("order",),
@@ -53,11 +54,36 @@ def _fields(policy: Any) -> tuple[str, ...]:
     raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
 
 
+def plain_policy(policy: Any) -> bool:
+    """An exact policy, or a subclass of one holding no field of its own (the planted
+    bugs): its key is its whole state and ``clone_policy`` copies it."""
+    base = next((cls for cls in type(policy).__mro__ if cls in FIELDS), None)
+    return base is not None and vars(policy).keys() == vars(base(1)).keys()
+
+
 def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
     """A target's state if built on a reference policy, else ``None``: keeps apart joint
     states whose targets differ in unseen memory (an extra ghost, another ``p``)."""
     policy = getattr(target, "policy", target)
     return policy_key(policy, name) if isinstance(policy, tuple(FIELDS)) else None
+
+
+def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
+    """The whole logical state of a manager exposing ``policy_view`` (the production
+    manager: recency lists with ref counts, ghost lists, marks, hand, ARC's ``p``, free
+    blocks), hashes renamed by ``name``; else ``readable_key`` and the backend's counts
+    (a leaked block shows there). Block ids are left out:
+    they are handles a target treats alike (README, "Model checking": block-id symmetry)."""
+    view = getattr(target, "policy_view", None)
+    if view is None:  # a manager of reference parts: its policy, and its backend's blocks up to renaming
+        backend = getattr(target, "backend", None)
+        handed_out = len(getattr(backend, "_handed_out", ()))
+        return readable_key(target, name), backend and (backend.get_num_free_blocks(), handed_out)
+    state, refs = view(), {h: int(b.ref_cnt) for h, b in target.blocks().items()}
+    return (tuple(tuple((name(h), refs.get(h)) for h in hashes) for hashes in state["lists"]),
+            tuple(tuple(map(name, hashes)) for hashes in state["ghosts"]),
+            tuple(sorted((name(h), mark) for h, mark in state["marks"].items())),
+            None if state["hand"] is None else name(state["hand"]), target.arc_target, target.get_num_free_blocks())
 
 
 def held(policy: Any) -> set[bytes]:
@@ -94,19 +120,27 @@ def policy_key(policy: Any, name: Callable[[bytes], int]) -> tuple[Hashable, ...
     return tuple(key)
 
 
+def shallow(obj: T) -> T:
+    """``copy.copy`` of a plain object, without its generic (``__reduce_ex__``) path: the
+    checker copies several objects per transition."""
+    new = object.__new__(type(obj))
+    new.__dict__.update(obj.__dict__)
+    return new
+
+
 def _clone_entry(value: Any, blocks: dict[int, BlockStatus]) -> Any:
     if value is None:
         return None
     if isinstance(value, BlockStatus):
         return blocks[id(value)]
-    twin = copy.copy(value)
+    twin = copy.copy(value)  # S3-FIFO's and SIEVE's entries have slots
     twin.block = blocks[id(value.block)]
     return twin
 
 
 def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
     """A copy whose entries point at ``blocks[id(old block)]`` (the caller's copies)."""
-    new = copy.copy(policy)
+    new = shallow(policy)
     for field in _fields(policy):
         value = getattr(policy, field)
         if isinstance(value, dict):
