@@ -25,8 +25,13 @@ class VllmPolicyMachine(PolicyMachine):
         return VllmPolicyView(raw)
 
 
-def vllm_machine(kind: str) -> type[ConformanceMachine]:
-    """The machine that judges a vLLM-interface ``kind`` (manager or policy)."""
+def vllm_machine(kind: str, lru_order: str = "recency") -> type[ConformanceMachine]:
+    """The machine that judges a vLLM-interface ``kind`` (manager or policy); a manager
+    ranked by request (N9) gets ``RankOrderManagerMachine``."""
+    if kind == "manager" and lru_order == "request-rank":
+        from .ranked import RankOrderManagerMachine
+
+        return RankOrderManagerMachine
     machines: dict[str, type[ConformanceMachine]] = {"manager": VllmManagerMachine, "policy": VllmPolicyMachine}
     if kind not in machines:
         raise ValueError(f"interface='vllm' applies to managers and policies, not to a {kind}")
