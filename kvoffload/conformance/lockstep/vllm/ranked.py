@@ -211,8 +211,8 @@ class RankOrderManagerMachine(VllmManagerMachine):
             return
         self.reset_cache()
         self.resets_inside += 1
-        for request in opened:
-            request.access = RequestAccess()
+        for each in opened:
+            each.access = RequestAccess()
         self.open_request = self.current.access if self.current is not None else None
         self.exercised("K7", "N9")
         self._ranked_store(request, data, opened)
