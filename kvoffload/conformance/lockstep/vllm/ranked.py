@@ -58,8 +58,9 @@ class RankOrderManagerMachine(VllmManagerMachine):
 
     def fail(self, clauses: Any, message: str, check: str = "") -> Any:
         ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
-        if ids and ids[0] == "L3":  # a wrong victim: the order is N9's
-            ids = ("N9", *ids, *(["K7"] if self.resets_inside else []))
+        if ids and ids[0] == "L3":  # a wrong victim: the order is N9's (then what it depends on)
+            ids = ("N9", "L3", *(["K5"] if self.finished_requests else []),
+                   *(["K7"] if self.resets_inside else []), *ids[1:])
             message = f"{message}; N9 (request-rank order), the model's ranks before the call: {self._ranks_text()}"
         super().fail(ids, message, check)
 
