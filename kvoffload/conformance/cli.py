@@ -46,6 +46,12 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
                      "(K1-K8; needs vLLM importable); auto: detected from its signatures, reported.",
             )(command)
             command = click.option(
+                "--lru-order", type=click.Choice(["auto", "recency", "request-rank"]), default="auto",
+                show_default=True,
+                help="With --policy lru on a vLLM-interface target: recency (L1, vLLM 0.32's order) or "
+                     "request-rank (N9, vLLM 0.33's LRUCachePolicy); auto: detected, reported.",
+            )(command)
+            command = click.option(
                 "--policy", type=click.Choice(list(POLICY_MODES)), default="any", show_default=True,
                 help="lru/arc/s3fifo/sieve: compare victims exactly with the reference policy; "
                 "any: check M5.3/I3/I6/P5 only.",
@@ -57,7 +63,7 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
 
 def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int | None,
          steps: int | None, seed: int, interface: str = "contract", store_threshold: int = 1,
-         max_tracker_size: int | None = None) -> None:
+         max_tracker_size: int | None = None, lru_order: str = "auto") -> None:
     try:
         loaded = load_factory(factory)
     except FactoryLoadError as error:
@@ -65,7 +71,8 @@ def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int |
     try:
         result = run_conformance(kind, loaded, policy=policy, strict=strict, max_examples=max_examples,
                                  steps=steps, seed=seed, progress=True, source=factory, interface=interface,
-                                 store_threshold=store_threshold, max_tracker_size=max_tracker_size)
+                                 store_threshold=store_threshold, max_tracker_size=max_tracker_size,
+                                 lru_order=lru_order)
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None
@@ -81,11 +88,11 @@ def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int |
               help="2 or more: pass store_threshold to a vLLM-interface manager's factory and judge its "
                    "admission (N2).")
 def manager(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
-            seed: int, store_threshold: int, max_tracker_size: int | None) -> None:
+            seed: int, store_threshold: int, max_tracker_size: int | None, lru_order: str) -> None:
     """An OffloadingManager: M0-M10, I1-I8 (and L1-L3 / A1-A6 with --policy lru/arc; K1-K7 for vLLM's interface)."""
     try:
         _run("manager", factory, policy, strict, max_examples, steps, seed, interface, store_threshold,
-             max_tracker_size)
+             max_tracker_size, lru_order)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
 
@@ -100,9 +107,12 @@ def backend(factory: str, strict: bool, max_examples: int | None, steps: int | N
 @conform.command()
 @_options(with_policy=True)
 def policy(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
-           seed: int) -> None:
+           seed: int, lru_order: str) -> None:
     """A CachePolicy: P1-P6 (and L1-L3 / A1-A6 with --policy lru/arc; K8 for vLLM's interface)."""
-    _run("policy", factory, policy, strict, max_examples, steps, seed, interface)
+    try:
+        _run("policy", factory, policy, strict, max_examples, steps, seed, interface, lru_order=lru_order)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
 
 
 conform.help = (conform.help or "") + "\n\nDefault budgets (examples x steps): " + ", ".join(

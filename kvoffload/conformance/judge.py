@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from ..spec import BlockStatus, ContractViolation, ReferenceManager
+from ..spec import BlockStatus, CachePolicy, ContractViolation, ReferenceManager
 from ..spec.admission import ReferenceAdmission
 from ..spec.types import PrepareStoreOutput
 from .lockstep.adopting import AdoptingPolicy
@@ -228,12 +228,16 @@ class ManagerJudge:
         #: N2 admission (vLLM targets built with ``store_threshold`` >= 2): the model stores
         #: only what it admits; it survives ``reset`` as vLLM's offer tracker does
         self.admission: ReferenceAdmission | None = None
+        #: builds the model's policy instead of ``policy``'s reference one (N9: vLLM 0.33's
+        #: request-rank LRU order), at every ``reset``
+        self.make_policy: Callable[[int], CachePolicy] | None = None
         self.reset()
 
     def reset(self) -> None:
         """A fresh model of the same capacity and policy, nothing known of the target (K7)."""
         self.adopt = None if self.policy in EXACT_VICTIM_CLAUSE else AdoptingPolicy(self.capacity)
-        self.model = ReferenceManager(self.capacity, policy=self.adopt or self.policy, enable_events=self.events_on)
+        policy = self.make_policy(self.capacity) if self.make_policy is not None else self.policy
+        self.model = ReferenceManager(self.capacity, policy=self.adopt or policy, enable_events=self.events_on)
         self.id_of: dict[bytes, tuple[int, str]] = {}
         self.medium: Any = None
         self.event_meta: tuple[Any, Any] | None = None

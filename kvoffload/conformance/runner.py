@@ -65,22 +65,26 @@ def machine_for(
     stats: RunStats | None = None,
     interface: str = "contract",
     admission: tuple[int, int | None] = (1, None),
+    lru_order: str = "recency",
 ) -> type[ConformanceMachine]:
     """A machine class bound to one target factory and mode (usable with hypothesis directly);
     ``interface="vllm"``: the target is written against vLLM's interfaces (K1–K8);
     ``admission``: ``(store_threshold, max_tracker_size)`` passed to a vLLM manager's
-    factory and applied by the model when the threshold is 2 or more (N2)."""
+    factory and applied by the model when the threshold is 2 or more (N2); ``lru_order``:
+    ``recency`` (L1) or ``request-rank`` (N9) for a vLLM-interface target with ``policy="lru"``."""
     base = MACHINES[kind]
     if interface == "vllm":
         from .lockstep.vllm.machines import vllm_machine
 
-        base = vllm_machine(kind)
+        base = vllm_machine(kind, lru_order if policy == "lru" else "recency")
     attributes: dict[str, Any] = {
         "factory_ref": factory,
         "policy_mode": policy,
         "strict": strict,
         "stats": stats if stats is not None else RunStats(),
     }
+    if interface == "vllm":
+        attributes["lru_order"] = lru_order
     if admission[0] >= 2:
         if interface != "vllm" or kind != "manager":
             raise ValueError("store_threshold >= 2 (N2) applies to managers written against vLLM's interface")
@@ -187,12 +191,16 @@ def run_conformance(
     interface: str = "auto",
     store_threshold: int = 1,
     max_tracker_size: int | None = None,
+    lru_order: str = "auto",
 ) -> ConformanceResult:
     """Check one target; raises ``TargetSetupError`` if the factory cannot build it,
     ``ValueError`` for bad arguments.
 
     ``store_threshold`` >= 2 (vLLM-interface managers): the factory is called with that
     keyword (and ``max_tracker_size`` when given) and the model admits stores as N2 says.
+
+    ``lru_order`` (``auto``, ``recency``, ``request-rank``): the LRU order a vLLM-interface
+    target is judged by with ``policy="lru"`` (L1 or N9); ``auto`` detects it, reported.
 
     ``shrink=False`` reports the first failing example as found, unshrunk: the same
     verdict and clause detection for a fraction of the time (the reproduction is longer).
@@ -207,19 +215,22 @@ def run_conformance(
     if max_examples < 1 or steps < 1:
         raise ValueError("max_examples and steps must be at least 1")
     reference = FactoryRef.of(factory, source)
-    interface = resolve_interface(kind, check_builds(kind, factory, reference.source), interface)
+    built = check_builds(kind, factory, reference.source)
+    interface = resolve_interface(kind, built, interface)
+    lru_order = resolve_lru_order(built, interface, policy, lru_order)
     label = f"{kind} {reference.source}"
     stats = RunStats(progress=progress, label=label)
     if type(store_threshold) is not int or store_threshold < 0:
         raise ValueError(f"N2: store_threshold={store_threshold!r} must be a non-negative integer")
     if max_tracker_size is not None and (type(max_tracker_size) is not int or max_tracker_size < 1):
         raise ValueError(f"N2: max_tracker_size={max_tracker_size!r} must be a positive integer")
-    machine = machine_for(kind, reference, policy, strict, stats, interface, (store_threshold, max_tracker_size))
+    machine = machine_for(kind, reference, policy, strict, stats, interface, (store_threshold, max_tracker_size),
+                          lru_order)
     settings = conformance_settings(max_examples, steps, shrink=shrink)
     test = hypothesis.seed(seed)(state_machine_test(machine, settings=settings))
     result = ConformanceResult(
         target=reference.source, kind=kind, policy=policy if kind != "backend" else "-", strict=strict,
-        ok=True, seed=seed, interface=interface,
+        ok=True, seed=seed, interface=interface, lru_order=lru_order,
     )
     started = time.perf_counter()
     try:
@@ -252,6 +263,25 @@ def resolve_interface(kind: str, target: Any, interface: str) -> str:
         except VllmUnavailable as error:
             raise TargetSetupError(str(error)) from error
     return interface
+
+
+def resolve_lru_order(target: Any, interface: str, policy: str, lru_order: str) -> str:
+    """N9: the LRU order the target is judged by: ``recency`` (L1) or ``request-rank``
+    (N9, vLLM-interface targets with ``policy="lru"`` only), as given or detected
+    (``auto``); ``-`` when no LRU order is judged."""
+    from .lockstep.vllm.detect import LRU_ORDERS, detect_lru_order
+
+    if lru_order not in LRU_ORDERS:
+        raise ValueError(f"lru_order={lru_order!r} is not one of {list(LRU_ORDERS)}")
+    if policy != "lru":
+        if lru_order != "auto":
+            raise ValueError(f"N9: lru_order={lru_order!r} applies with policy='lru' only")
+        return "-"
+    if lru_order == "request-rank" and interface != "vllm":
+        raise ValueError("N9: lru_order='request-rank' applies to targets written against vLLM's interface")
+    if lru_order == "auto":
+        return detect_lru_order(target) if interface == "vllm" else "recency"
+    return lru_order
 
 
 def check_manager(factory: Callable[..., Any], **options: Any) -> ConformanceResult:

@@ -10,7 +10,7 @@ Where each clause lives (exactly: each implementing class or function carries
 - M0, M9 (reading hash arguments): ``hashes``
 - M1–M10, I1–I8: ``manager``
 - B1–B4: ``backend``
-- P1–P6, L1–L3: ``lru``; A1–A6: ``arc``; F1–F7: ``s3fifo``; V1–V6: ``sieve``
+- P1–P6, L1–L3: ``lru``; N9 (vLLM 0.33's request-rank LRU order): ``rank_lru``; A1–A6: ``arc``; F1–F7: ``s3fifo``; V1–V6: ``sieve``
 - S1–S4: ``offloading_spec``
 - T1–T6 (further tiers, sharing, leases): ``tiers``
 - C1–C6 (caller protocol), H1–H4 (copy handlers): ``interfaces``; the expected state of
@@ -27,6 +27,7 @@ from .hashes import read_hashes
 from .interfaces import Backend, CachePolicy, OffloadingHandler, OffloadingManager
 from .lru import ReferenceLRUPolicy
 from .manager import POLICIES, ReferenceManager, make_reference_policy
+from .rank_lru import ReferenceRequestRankLRUPolicy
 from .offloading_spec import OffloadingSpec
 from .s3fifo import ReferenceS3FIFOPolicy
 from .sieve import ReferenceSIEVEPolicy
@@ -64,6 +65,7 @@ __all__ = [
     "ReferenceARCPolicy",
     "ReferenceCPUBackend",
     "ReferenceLRUPolicy",
+    "ReferenceRequestRankLRUPolicy",
     "ReferenceManager",
     "ReferenceS3FIFOPolicy",
     "ReferenceSIEVEPolicy",

@@ -66,11 +66,17 @@ class RequestAccess:
                 self.reused.add(key)
 
     @implements("K5")
-    def offered(self, absent: Iterable[bytes], ready: Iterable[bytes], stored: Iterable[bytes]) -> None:
+    def offered(self, absent: Iterable[bytes], ready: Iterable[bytes], stored: Iterable[bytes],
+                offer: Sequence[bytes] | None = None) -> None:
         """K5: ``prepare_store`` observes its absent and ready keys (pending ones are not
-        observed), reuses the ready ones and inserts what it stored."""
+        observed) in the order of the ``offer`` (when given; else absent ones first),
+        reuses the ready ones and inserts what it stored."""
         ready = list(ready)
-        for key in [*absent, *ready]:
+        seen = [*absent, *ready]
+        if offer is not None:
+            kept = set(seen)
+            seen = [key for key in offer if key in kept]
+        for key in seen:
             self.observed.setdefault(key, None)
         self.reused.update(k for k in ready if k not in self.inserted)
         self.inserted.update(stored)

@@ -79,15 +79,19 @@ def vllm_no_admission(num_blocks: int, enable_events: bool = False, store_thresh
 
 def test_K7_request_finished_after_reset_applies_nothing_from_before_it() -> None:
     result = check_manager(stale_lru, policy="lru", shrink=False)
-    assert not result.ok and result.clauses[0] == "L3" and "K7" in result.clauses, result.report()
-    for line in ("m.reset_cache()", "m.finish_request()", "held, m.request = m.request, None"):
+    clauses = tuple(c for c in result.clauses if c != "N9")  # 0.33's LRU: judged by N9 (its order) first
+    assert not result.ok and clauses[0] == "L3" and "K7" in clauses, result.report()
+    for line in ("m.reset_cache()", "m.finish_request()"):
         assert line in result.reproduction
+    # others store while it is open: K7's flow, or N9's (ranked_requests) under 0.33
+    assert "held, m.request = m.request, None" in result.reproduction or "m.request = None" in result.reproduction
     assert isinstance(run_reproduction(result.reproduction), AssertionError)
 
 
 def test_K5_positions_across_groups_ignored_is_caught() -> None:
     result = check_manager(group_major_lru, policy="lru", shrink=False)
-    assert not result.ok and result.clauses[:2] == ("L3", "K5"), result.report()
+    clauses = tuple(c for c in result.clauses if c != "N9")  # 0.33's LRU: judged by N9 (its order) first
+    assert not result.ok and clauses[:2] == ("L3", "K5"), result.report()
     assert "m.set_positions({" in result.reproduction
     assert isinstance(run_reproduction(result.reproduction), AssertionError)
 

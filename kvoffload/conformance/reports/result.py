@@ -44,6 +44,8 @@ class ConformanceResult:
     seed: int = 0
     interface: str = "contract"
     clauses_skipped: tuple[str, ...] = ()
+    #: the LRU order judged with ``policy="lru"`` (L1 ``recency`` or N9 ``request-rank``)
+    lru_order: str = "-"
 
     @property
     def clause(self) -> str | None:
@@ -56,7 +58,8 @@ class ConformanceResult:
 
     def summary(self) -> str:
         """One line: what ran, how much, how fast."""
-        mode = (f"{self.kind}, interface={self.interface}, policy={self.policy}, "
+        order = f", lru-order={self.lru_order}" if self.lru_order != "-" else ""
+        mode = (f"{self.kind}, interface={self.interface}, policy={self.policy}{order}, "
                 f"{'strict' if self.strict else 'default'} mode, seed={self.seed}")
         return (
             f"{self.steps} steps in {self.examples} examples, {self.seconds:.1f} s "

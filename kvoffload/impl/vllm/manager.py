@@ -100,6 +100,10 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
     gauge (N3).
     """
 
+    #: Our LRU keeps the contract's recency order (L1, vLLM 0.32's) under 0.33 too, not
+    #: 0.33's request-rank order (N9): declared, so the conformance suite judges it by L1.
+    lru_order = "recency"
+
     def __init__(
         self,
         factory: Callable[[], CPUOffloadingManager],

@@ -68,6 +68,11 @@ class VllmManagerMachine(ManagerMachine):
     #: N2: ``store_threshold`` >= 2 is passed to the factory and the model admits as N2 says
     store_threshold: ClassVar[int] = 1
     max_tracker_size: ClassVar[int | None] = None
+    #: L1 (``recency``) or N9 (``request-rank``, ``RankOrderManagerMachine``) with --policy lru
+    lru_order: ClassVar[str] = "recency"
+    #: a positioned request's offers are cut to what fits without eviction (K5): its
+    #: provisional order is judged only under N9
+    cuts_positioned_offers: ClassVar[bool] = True
 
     @initialize(data=st.data())
     def setup(self, data: st.DataObject) -> None:
@@ -162,7 +167,11 @@ class VllmManagerMachine(ManagerMachine):
                 self.model.policy.touch([BlockHash(h) for h in fresh])
                 self.judge.record("touch", list(fresh))
                 self.exercised("K6")
+        self.before_call(method, items)
         return super().call(method, items, shape, **keywords)
+
+    def before_call(self, method: str, items: list[Any]) -> None:
+        """What the model learns of a call before it is judged (N9 hooks in here)."""
 
     # -- K6 steering: ghosts stored again ------------------------------------------------------------
     @precondition(lambda self: bool(self.ghosts()))
@@ -238,13 +247,13 @@ class VllmManagerMachine(ManagerMachine):
         """``least`` to 2 ``prepare_store`` calls of the open request, observed for K5/K6."""
         for _ in range(data.draw(st.integers(least, 2), label="stores")):
             items = self.draw_batch(data, min_size=1)
-            if self.positions:
+            if self.positions and self.cuts_positioned_offers:
                 items = self._without_eviction(items)
             ready_now = [h for h in items if h in self.judge.ready_set()]
             self._prepare_store(items, data)
             absent = self.store_candidates
             stored = [h for h in absent if self.ref(h) == -1]
-            access.offered(absent, ready_now, stored)
+            access.offered(absent, ready_now, stored, offer=items)
 
     @implements("K5")
     def _draw_positions(self, data: st.DataObject) -> dict[bytes, int]:

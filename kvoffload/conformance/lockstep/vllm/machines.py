@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..machine_base import ConformanceMachine
 from ..policy_machine import PolicyMachine
@@ -17,16 +17,26 @@ class VllmPolicyMachine(PolicyMachine):
     ``VllmPolicyView`` (K8)."""
 
     extra_imports = ("from kvoffload.conformance.lockstep.vllm import as_contract_policy",)
+    #: N9 targets are driven here without positioned requests, where N9's order is L1's
+    lru_order: ClassVar[str] = "recency"
 
     def build(self, **arguments: Any) -> Any:
         raw = super().build(**arguments)
         self.construct = f"as_contract_policy({self.construct})"
         self.exercised("K8")
+        if self.lru_order == "request-rank":
+            self.stats.skipped.add("N9 inside positioned requests (a policy is called here without request "
+                                   "positions, where N9's order is L1's; judge its manager: conform manager)")
         return VllmPolicyView(raw)
 
 
-def vllm_machine(kind: str) -> type[ConformanceMachine]:
-    """The machine that judges a vLLM-interface ``kind`` (manager or policy)."""
+def vllm_machine(kind: str, lru_order: str = "recency") -> type[ConformanceMachine]:
+    """The machine that judges a vLLM-interface ``kind`` (manager or policy); a manager
+    ranked by request (N9) gets ``RankOrderManagerMachine``."""
+    if kind == "manager" and lru_order == "request-rank":
+        from .ranked import RankOrderManagerMachine
+
+        return RankOrderManagerMachine
     machines: dict[str, type[ConformanceMachine]] = {"manager": VllmManagerMachine, "policy": VllmPolicyMachine}
     if kind not in machines:
         raise ValueError(f"interface='vllm' applies to managers and policies, not to a {kind}")
