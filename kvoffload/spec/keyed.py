@@ -66,11 +66,15 @@ class RequestAccess:
                 self.reused.add(key)
 
     @implements("K5")
-    def offered(self, absent: Iterable[bytes], ready: Iterable[bytes], stored: Iterable[bytes]) -> None:
+    def offered(self, absent: Iterable[bytes], ready: Iterable[bytes], stored: Iterable[bytes],
+                offer: Iterable[bytes] | None = None) -> None:
         """K5: ``prepare_store`` observes its absent and ready keys (pending ones are not
-        observed), reuses the ready ones and inserts what it stored."""
-        ready = list(ready)
-        for key in [*absent, *ready]:
+        observed) in the order of ``offer`` (the call's keys, as vLLM records them; absent
+        then ready when not given), reuses the ready ones and inserts what it stored."""
+        absent, ready = list(absent), list(ready)
+        observed = set(absent) | set(ready)
+        keys = [*absent, *ready] if offer is None else [k for k in offer if k in observed]
+        for key in keys:
             self.observed.setdefault(key, None)
         self.reused.update(k for k in ready if k not in self.inserted)
         self.inserted.update(stored)
