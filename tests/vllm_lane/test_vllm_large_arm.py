@@ -81,7 +81,16 @@ def test_N2_admission_off_above_threshold_two_is_caught() -> None:
     assert not result.ok and "N2" in result.clauses, result.report()
 
 
-class _FinishedTwiceManager(CPUOffloadingManager):  # type: ignore[misc]
+class _DedupingManager(CPUOffloadingManager):  # type: ignore[misc]
+    """vLLM's manager with its strict-mode finding worked around (a key listed twice in one
+    ``prepare_store`` is stored twice: README, test_K3_vllm_manager_breaks_C5_duplicates_finding),
+    so that strict mode gets past it to the breaches judged here."""
+
+    def prepare_store(self, keys: Any, req_context: Any) -> Any:
+        return super().prepare_store(list(dict.fromkeys(keys)), req_context)
+
+
+class _FinishedTwiceManager(_DedupingManager):
     """Applies a request's recency again when it is finished a second time."""
 
     def on_request_finished(self, req_context: Any) -> None:
@@ -104,11 +113,10 @@ def test_K5_request_finished_twice_is_judged_in_strict_mode_only() -> None:
     assert default.ok, default.report()
 
 
-@pytest.mark.parametrize("policy", ["lru", "arc"])
-def test_K5_vllm_manager_conforms_in_strict_mode_with_double_finishes(policy: str) -> None:
+def test_K5_vllm_manager_conforms_in_strict_mode_with_double_finishes() -> None:
     def factory(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
-        return CPUOffloadingManager(num_blocks, cache_policy=policy, enable_events=enable_events)
+        return _DedupingManager(num_blocks, cache_policy="lru", enable_events=enable_events)
 
-    result = check_manager(factory, policy=policy, strict=True)
+    result = check_manager(factory, policy="lru", strict=True)
     assert result.ok, result.report()
-    assert "K5" in result.clauses_exercised
+    assert {"K3", "K5"} <= set(result.clauses_exercised)
