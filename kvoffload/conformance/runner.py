@@ -192,7 +192,8 @@ def run_conformance(
     ``ValueError`` for bad arguments.
 
     ``store_threshold`` >= 2 (vLLM-interface managers): the factory is called with that
-    keyword (and ``max_tracker_size`` when given) and the model admits stores as N2 says.
+    keyword (and ``max_tracker_size`` when given) and the model admits stores as N2 says;
+    each example draws the threshold from ``store_threshold`` to two above it.
 
     ``shrink=False`` reports the first failing example as found, unshrunk: the same
     verdict and clause detection for a fraction of the time (the reproduction is longer).
