@@ -282,4 +282,22 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "inverts the subclass assertion on an out-of-tree policy loaded via module_path: the "
         "factory convention only asks for the registered 'lru'/'arc', which never reach the "
         "out-of-tree path")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_RShift#4": (UNREACHABLE, (
+        "the skipped-store counter of store_threshold admission (`>>` for `-`): read only by "
+        "get_stats (metrics, no clause); every answer is the same")),
+    _M + "65:32|core/NumberReplacer#3": (UNREACHABLE, (
+        "the default max_tracker_size (64000 +/- 1): the factory convention never uses it (the "
+        "admission suite passes max_tracker_size=6; with admission off there is no tracker), and "
+        "no run offers 64000 distinct keys")),
+    _M + "376:37|core/ReplaceAndWithOr#1": (UNREACHABLE, (
+        "a successful complete_store also 'completes' ready keys (ref_cnt reset to 0, a second "
+        "stored event) and raises on absent ones: only a C3 breach (completing keys not returned "
+        "by prepare_store, or completed already) shows it, which the default kill test never "
+        "makes; strict mode lists such keys (its kill not checked by hand)")),
+    _M + "404:12|core/ReplaceOrWithAnd#2": (NOT_EQUIVALENT, (
+        "`state is None and state.owner is not self`: on_request_finished of a request that made "
+        "no prepare_store / prepare_load (no state) raises AttributeError instead of returning. "
+        "Legal in vLLM: its scheduler finishes untracked requests with on_new_request + "
+        "on_request_finished and nothing between. The suite's requests always make a call before "
+        "they finish: a gap (not fixed)")),
 }
