@@ -320,4 +320,11 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "alone (K5). Needs a request's later prepare_store/prepare_load listing a seen key before "
         "new ones, then victims that tell the order; the suite's requests did not show it in "
         "this sample: a gap (not analysed further, not fixed)")),
+    _VP + "lru.py|55:39|core/ReplaceBinaryOperator_Mul_BitXor#0": (EQUIVALENT, ('heap compaction threshold changed: compaction only rebuilds the lazy heap from the same evictable keys and ranks (evict skips stale entries anyway), so victims are the same; only memory and time differ')),
+    _VP + "lru.py|55:27|core/ReplaceComparisonOperator_Lt_LtE#0": (EQUIVALENT, ('heap compaction threshold changed: compaction only rebuilds the lazy heap from the same evictable keys and ranks (evict skips stale entries anyway), so victims are the same; only memory and time differ')),
+    _VP + "lru.py|55:27|core/ReplaceComparisonOperator_Lt_GtE#0": (EQUIVALENT, ('heap compaction threshold changed: compaction only rebuilds the lazy heap from the same evictable keys and ranks (evict skips stale entries anyway), so victims are the same; only memory and time differ')),
+    _VP + "lru.py|64:11|core/AddNot#2": (EQUIVALENT, (
+        "inverts the choice between rebuilding the lazy heap and pushing the updated keys after a "
+        "recency update: both leave a heap over the same evictable keys and ranks, so victims are "
+        "the same; only time differs")),
 }
