@@ -86,7 +86,7 @@ def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int |
               help="With --store-threshold: passed to the factory too (N2's offer tracker; vLLM's default 64000).")
 @click.option("--store-threshold", type=click.IntRange(min=0), default=1, show_default=True,
               help="2 or more: pass store_threshold to a vLLM-interface manager's factory and judge its "
-                   "admission (N2).")
+                   "admission (N2); each example draws the threshold from this one to two above it.")
 def manager(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
             seed: int, store_threshold: int, max_tracker_size: int | None, lru_order: str) -> None:
     """An OffloadingManager: M0-M10, I1-I8 (and L1-L3 / A1-A6 with --policy lru/arc; K1-K7 for vLLM's interface)."""

@@ -197,7 +197,8 @@ def run_conformance(
     ``ValueError`` for bad arguments.
 
     ``store_threshold`` >= 2 (vLLM-interface managers): the factory is called with that
-    keyword (and ``max_tracker_size`` when given) and the model admits stores as N2 says.
+    keyword (and ``max_tracker_size`` when given) and the model admits stores as N2 says;
+    each example draws the threshold from ``store_threshold`` to two above it.
 
     ``lru_order`` (``auto``, ``recency``, ``request-rank``): the LRU order a vLLM-interface
     target is judged by with ``policy="lru"`` (L1 or N9); ``auto`` detects it, reported.

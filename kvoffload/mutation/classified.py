@@ -7,9 +7,11 @@ the original file, which the scratch copy keeps). Verdicts:
 - ``not equivalent``: a real behaviour change the suite missed (a gap, counted against the bar);
 - ``not equivalent, killed by the current suite``: a gap the run found and the suite has
   closed since (re-judged with ``cosmic-ray apply`` and the kill test; counted as killed);
-- ``unreachable``: a behaviour change only in code the factory convention never runs, or
-  seen only through ``get_stats`` (metrics have no clause); listed apart, and the report
-  gives the kill rate both without and with them.
+- ``unreachable``: a behaviour change only in code the factory convention never runs,
+  seen only through ``get_stats`` (metrics have no clause), or seen only after a
+  caller-protocol breach (C2, C3, K5's single finish), which the default kill test never
+  makes (strict mode does); listed apart, and the report gives the kill rate both
+  without and with them.
 
 Recognised without an entry here (``static.py``): mutants inside never-evaluated annotations
 and a removed ``@override``.
@@ -120,37 +122,38 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "a weaker internal assertion (`<=`): _allocate_chunks returns exactly num_fresh + "
         "num_reused = len(keys) chunks (or fails its own assertion first), so the original "
         "assertion never fails either")),
-    _M + "346:27|core/ReplaceComparisonOperator_Eq_Is#0": (NOT_EQUIVALENT, (
-        "`len(chunks) is len(keys_to_store)`: two len() results are the same object only in "
-        "CPython's cache (<= 256); a prepare_store that allocates 257 or more chunks at once "
-        "(CPUOffloadingManager(300, ...), prepare_store of 257 new keys) raises AssertionError "
-        "instead of answering. The suite's stores are far smaller: a gap")),
-    _M + "418:30|core/ReplaceComparisonOperator_Eq_Is#1": (NOT_EQUIVALENT, (
-        "`len(positions) is len(keys)`: false once a KV cache group holds 257+ keys, so that "
-        "group is no longer sorted by position. Visible when another group lacks positions "
-        "(order_request_keys then does not re-sort): a request with 257+ positioned group-0 keys "
-        "stored out of position order plus one unpositioned group-1 key, finished, then a full "
-        "cache's store evicts a different group-0 key (LRU). The suite's requests are far smaller")),
+    _M + "346:27|core/ReplaceComparisonOperator_Eq_Is#0": (KILLED_NOW, (
+        '`len(chunks) is len(keys_to_store)`: two len() results are the same object only in '
+        "CPython's cache (<= 256); a prepare_store that allocates 257 or more chunks at once raises "
+        'AssertionError instead of answering. It survived the seed-3 suite (stores of a few keys); '
+        'the large arm (1 example in about 8: a cache of 300-600 blocks, requests, stores and evictions of 257+ keys) now kills it (re-judged: M5)')),
+    _M + "418:30|core/ReplaceComparisonOperator_Eq_Is#1": (KILLED_NOW, (
+        '`len(positions) is len(keys)`: false once a KV cache group holds 257+ keys, so that group '
+        'is no longer sorted by position; visible when another group lacks positions. It survived '
+        'the seed-3 suite (small requests); the large arm (1 example in about 8: a cache of 300-600 blocks, requests, stores and evictions of 257+ keys) gives one request 257+ group-0 keys with '
+        'shuffled positions and a few unpositioned group-1 keys, then evicts all but some of them, '
+        'and kills it (re-judged: L3, K5)')),
     _M + "314:31|core/ReplaceComparisonOperator_Gt_GtE#1": (EQUIVALENT, (
         "the eviction branch also runs when exactly 0 chunks must be evicted: 0 > evictable is "
         "never true (the count is >= 0), and both LRU and ARC return [] at once for evict(0), "
         "so nothing is evicted, no event is emitted and no state changes")),
-    _M + "89:45|core/ReplaceComparisonOperator_GtE_Eq#0": (NOT_EQUIVALENT, (
-        "the offer tracker exists only for store_threshold == 2: with store_threshold=3 (or more) "
-        "admission is off, so CPUOffloadingManager(n, 'lru', store_threshold=3).prepare_store([a]) "
-        "returns keys_to_store [a] on the first offer where the original returns [] (N2). The "
-        "admission suite runs only --store-threshold 2: a gap")),
-    _M + "409:25|core/ReplaceTrueWithFalse#4": (NOT_EQUIVALENT, (
-        "a finished request is not marked finished, so a second on_request_finished re-applies its "
-        "recency (original: a no-op). CPUOffloadingManager(2, 'lru'): R1 stores a, finishes; R2 "
-        "stores b, finishes; on_request_finished(R1) again; R3 prepare_store([c]) evicts b instead "
-        "of a. (Also: new keys after finish no longer raise.) The suite never finishes twice")),
-    _M + "385:37|core/ReplaceAndWithOr#2": (NOT_EQUIVALENT, (
-        "a failed complete_store removes chunks that are already stored and raises on absent keys. "
-        "prepare_store([a]); complete_store([a]); prepare_store([a, b]) (-> [b]); "
-        "complete_store([a, b], success=False): original keeps a (lookup HIT, as the docstring "
-        "says), mutant drops it (MISS, no event); complete_store([x], success=False) for an absent "
-        "x raises AttributeError. The suite fails only exactly the prepared keys")),
+    _M + "89:45|core/ReplaceComparisonOperator_GtE_Eq#0": (KILLED_NOW, (
+        'the offer tracker exists only for store_threshold == 2: with 3 or more admission is off and '
+        'the first offer of a key is stored. It survived the seed-3 suite (the admission suite ran '
+        'threshold 2 only); the vLLM machine now draws the threshold from the one given to two above '
+        'it (N2 holds for every threshold >= 2) and kills it (re-judged: N2)')),
+    _M + "409:25|core/ReplaceTrueWithFalse#4": (UNREACHABLE, (
+        'a finished request is not marked finished, so a second on_request_finished re-applies its '
+        "recency. Only a caller breach shows it: vLLM's scheduler signals a request's end once "
+        '(`finished_signaled`), and K5 now says so (a second finish may raise, K3, and changes '
+        'nothing). The default (non-strict) kill test makes no breach; strict mode finishes a request '
+        'twice and kills it (checked: L3, K5)')),
+    _M + "385:37|core/ReplaceAndWithOr#2": (UNREACHABLE, (
+        'a failed complete_store removes chunks that are already stored and raises on absent keys. '
+        "Only a caller breach shows it: C3 (and K5's note) lets complete_store list only keys its "
+        "prepare_store returned and not yet completed, as vLLM's scheduler does (a job's keys); a "
+        'ready key in a failed store is the breach M7 answers. The default kill test makes no breach; '
+        'strict mode lists absent and ready keys and kills it (checked)')),
     _M + "77:48|core/NumberReplacer#6": (UNREACHABLE, (
         "the evictable count starts one too high: prepare_store's early `return None` is skipped "
         "when one more chunk is needed than is idle, but the policy's evict then finds too few and "
@@ -163,11 +166,11 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "the cache generation starts at -1 instead of 0: it is only compared with != against the "
         "generation a request state recorded from this same manager and incremented by "
         "reset_cache, so every comparison comes out the same")),
-    _M + "244:35|core/NumberReplacer#35": (NOT_EQUIVALENT, (
+    _M + "244:35|core/NumberReplacer#35": (UNREACHABLE, (
         "complete_load's guard `ref_cnt > -1` no longer rejects completing a load that was never "
-        "prepared: prepare_store([k]); complete_store([k]); complete_load([k]) raises "
-        "AssertionError in the original, the mutant sets ref_cnt to -1 so lookup(k) answers "
-        "HIT_PENDING. Only a caller's misuse exposes it; the suite makes no such call")),
+        'prepared (the mutant sets ref_cnt to -1: lookup answers HIT_PENDING). Only a caller breach '
+        '(C2) shows it, which the default kill test never makes; strict mode does and kills it '
+        '(checked)')),
     _M + "247:52|core/NumberReplacer#40": (UNREACHABLE, (
         "the evictable count grows by 2 when a load completes: it only over-counts, so "
         "prepare_store's early `return None` is sometimes skipped but the policy's evict then "
@@ -182,13 +185,11 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _M + "438:41|core/NumberReplacer#61": (UNREACHABLE, (
         "reset_cache sets the write-pending chunk counter to -1: it is read only by get_stats' "
         "write/read usage gauges (metrics, no clause); every answer is the same")),
-    _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_Is#0": (NOT_EQUIVALENT, (
-        "`len(positions) is len(keys)`: len() returns a fresh int object above 256 (CPython caches "
-        "only -5..256), so a request with more than 256 keys, all with positions, is never sorted "
-        "across groups. Exposed by an LRU manager with num_blocks=300: store keys of group 0 at "
-        "positions 150..299 and of group 1 at positions 0..149, load all 300 in one request, "
-        "complete_load, on_request_finished, then a store needing one eviction: the original "
-        "evicts the position-299 key, the mutant the position-149 key")),
+    _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_Is#0": (KILLED_NOW, (
+        '`len(positions) is len(keys)`: len() returns a fresh int object above 256, so a request '
+        'with more than 256 keys, all with positions, is never sorted across groups. It survived the '
+        'seed-3 suite (small requests); the large arm (1 example in about 8: a cache of 300-600 blocks, requests, stores and evictions of 257+ keys) positions every key of such a request, then '
+        'evicts 257+ of them leaving one to hundreds, and kills it (re-judged)')),
     _VP + "base.py|58:4|core/RemoveDecorator#1": (EQUIVALENT, (
         "removes @abstractmethod from CachePolicy.get: LRU and ARC both define get and CachePolicy "
         "stays abstract (insert, remove, touch, evict, clear still abstract), so every policy the "
@@ -238,13 +239,11 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "runs almost always; whether `is` holds for ints above 256 does not matter, since "
         "compaction rebuilds the lazy heap from the same evictable keys and ranks either way: "
         "victims are the same; only memory and time differ")),
-    _VP + "lru.py|141:25|core/ReplaceComparisonOperator_Lt_IsNot#2": (NOT_EQUIVALENT, (
-        "`len(selected) is not n` for `< n`: identical while n <= 256 (cached small ints), but for "
-        "n >= 257 len() and n are distinct int objects, so a fully satisfiable evict(n) pushes its "
-        "victims back and returns None (checked: evict(257) on 257 idle chunks gives None). "
-        "Exposed by CPUOffloadingManager(num_blocks=300, cache_policy='lru'): prepare_store and "
-        "complete_store 300 keys, then prepare_store 300 new keys: the original evicts 300, the "
-        "mutant refuses (None); the suite never asks for more than 256 victims at once")),
+    _VP + "lru.py|141:25|core/ReplaceComparisonOperator_Lt_IsNot#2": (KILLED_NOW, (
+        '`len(selected) is not n` for `< n`: for n >= 257 len() and n are distinct int objects, so a '
+        'fully satisfiable evict(n) pushes its victims back and returns None. It survived the seed-3 '
+        'suite (never more than 256 victims at once); the large arm (1 example in about 8: a cache of 300-600 blocks, requests, stores and evictions of 257+ keys) evicts 257+ blocks in one '
+        "prepare_store and kills it (re-judged: I6 on the policy's manager)")),
     _VP + "lru.py|64:34|core/ReplaceComparisonOperator_GtE_Is#0": (EQUIVALENT, (
         "rebuild the heap after a recency update only when the updated count is (the same object "
         "as) the threshold, else push the updated keys incrementally (and maybe compact): both "
@@ -283,4 +282,49 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "inverts the subclass assertion on an out-of-tree policy loaded via module_path: the "
         "factory convention only asks for the registered 'lru'/'arc', which never reach the "
         "out-of-tree path")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_RShift#4": (UNREACHABLE, (
+        "the skipped-store counter of store_threshold admission (`>>` for `-`): read only by "
+        "get_stats (metrics, no clause); every answer is the same")),
+    _M + "65:32|core/NumberReplacer#3": (UNREACHABLE, (
+        "the default max_tracker_size (64000 +/- 1): the factory convention never uses it (the "
+        "admission suite passes max_tracker_size=6; with admission off there is no tracker), and "
+        "no run offers 64000 distinct keys")),
+    _M + "376:37|core/ReplaceAndWithOr#1": (UNREACHABLE, (
+        "a successful complete_store also 'completes' ready keys (ref_cnt reset to 0, a second "
+        "stored event) and raises on absent ones: only a C3 breach (completing keys not returned "
+        "by prepare_store, or completed already) shows it, which the default kill test never "
+        "makes; strict mode lists such keys (its kill not checked by hand)")),
+    _M + "404:12|core/ReplaceOrWithAnd#2": (NOT_EQUIVALENT, (
+        "`state is None and state.owner is not self`: on_request_finished of a request that made "
+        "no prepare_store / prepare_load (no state) raises AttributeError instead of returning. "
+        "Legal in vLLM: its scheduler finishes untracked requests with on_new_request + "
+        "on_request_finished and nothing between. The suite's requests always make a call before "
+        "they finish: a gap (not fixed)")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_Mul#4": (UNREACHABLE, (
+        "the skipped-store counter of store_threshold admission (`*` for `-`): read only by "
+        "get_stats (metrics, no clause); every answer is the same")),
+    _M + "83:52|core/NumberReplacer#10": (UNREACHABLE, (
+        "the skipped-store counter starts at 1: only added to and read by get_stats (metrics, "
+        "no clause)")),
+    _M + "226:59|core/NumberReplacer#31": (EQUIVALENT, (
+        "a weaker internal assertion after a 0 -> 1 load (`>= -1`): the evictable count is exact, "
+        "so the original assertion never fails either")),
+    _M + "405:38|core/ReplaceComparisonOperator_NotEq_IsNot#1": (NOT_EQUIVALENT, (
+        "`state.cache_generation is not self._cache_generation`: the same as != while the "
+        "generation is a cached small int; after 257 reset_cache calls on one manager every "
+        "finishing request's state looks stale and its recency is dropped. The suite never "
+        "resets one manager 257 times: a gap (not fixed)")),
+    _M + "167:16|core/ReplaceContinueWithBreak#2": (NOT_EQUIVALENT, (
+        "_record_request_cache_access stops at the first key the request saw before: the keys "
+        "after it in the same call are not observed, so the request's end leaves their recency "
+        "alone (K5). Needs a request's later prepare_store/prepare_load listing a seen key before "
+        "new ones, then victims that tell the order; the suite's requests did not show it in "
+        "this sample: a gap (not analysed further, not fixed)")),
+    _VP + "lru.py|55:39|core/ReplaceBinaryOperator_Mul_BitXor#0": (EQUIVALENT, ('heap compaction threshold changed: compaction only rebuilds the lazy heap from the same evictable keys and ranks (evict skips stale entries anyway), so victims are the same; only memory and time differ')),
+    _VP + "lru.py|55:27|core/ReplaceComparisonOperator_Lt_LtE#0": (EQUIVALENT, ('heap compaction threshold changed: compaction only rebuilds the lazy heap from the same evictable keys and ranks (evict skips stale entries anyway), so victims are the same; only memory and time differ')),
+    _VP + "lru.py|55:27|core/ReplaceComparisonOperator_Lt_GtE#0": (EQUIVALENT, ('heap compaction threshold changed: compaction only rebuilds the lazy heap from the same evictable keys and ranks (evict skips stale entries anyway), so victims are the same; only memory and time differ')),
+    _VP + "lru.py|64:11|core/AddNot#2": (EQUIVALENT, (
+        "inverts the choice between rebuilding the lazy heap and pushing the updated keys after a "
+        "recency update: both leave a heap over the same evictable keys and ranks, so victims are "
+        "the same; only time differs")),
 }

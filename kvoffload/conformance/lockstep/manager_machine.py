@@ -33,7 +33,7 @@ class ManagerMachine(ConformanceMachine):
     # -- setup ------------------------------------------------------------------------
     @initialize(data=st.data())
     def setup(self, data: st.DataObject) -> None:
-        capacity = data.draw(st.sampled_from(CAPACITIES), label="num_blocks")
+        capacity = self.draw_capacity(data)
         events = data.draw(st.booleans(), label="enable_events")
         self.pool: list[bytes] = data.draw(hash_pools(min(capacity + 1, 10), min(12, 2 * capacity + 3)), label="pool")
         self.capacity = capacity
@@ -41,6 +41,11 @@ class ManagerMachine(ConformanceMachine):
         self.target: Any = self.build(num_blocks=capacity, enable_events=events)
         self.judge = ManagerJudge(capacity, self.policy_mode, events, self.log.name, explain_m10=True)
         self.inflight: list[list[bytes]] = []
+
+    def draw_capacity(self, data: st.DataObject) -> int:
+        """The target's ``num_blocks`` (a hook: a subclass may add larger arms)."""
+        capacity: int = data.draw(st.sampled_from(CAPACITIES), label="num_blocks")
+        return capacity
 
     # -- model views --------------------------------------------------------------------
     @property

