@@ -90,6 +90,20 @@ def test_K3_vllm_manager_breaks_C5_duplicates_finding() -> None:
     assert "r1 = m.prepare_store([h0, h0])" in result.reproduction
 
 
+def test_M9_vllm_prepare_load_of_an_absent_key_leaves_earlier_keys_pinned_finding() -> None:
+    """A finding about vLLM 0.32 and 0.33 (README, finding 4): ``prepare_load([h0, h3])`` with
+    h3 absent (a C2 breach, strict mode) pins h0 and then asserts, so h0 stays pinned where
+    M9 (K3) wants nothing changed; the next eviction passes over it."""
+    h0, h1, h2, h3 = (bytes([i]) * 8 + bytes(4) for i in range(4))
+    m = as_contract_manager(vllm_lru(3))
+    m.prepare_store([h0, h1, h2])
+    m.complete_store([h0, h1, h2], success=True)
+    with pytest.raises((AssertionError, ContractViolation)):
+        m.prepare_load([h0, h3])
+    # LRU order is h0, h1, h2: with nothing changed by the refused load, h0 would go
+    assert list(m.prepare_store([h3]).block_hashes_evicted) == [h1]
+
+
 class _MetadataOnlyManager(CPUOffloadingManager):  # type: ignore[misc]
     """vLLM 0.33's failed-store event on 0.32's manager; ``sloppy`` lists the first key twice."""
 

@@ -262,13 +262,8 @@ class VllmManagerMachine(ManagerMachine):
         self._finish(access)
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
-        for _ in range(data.draw(st.integers(1 if self.positions else 0, 3), label="then store")):
-            absent = [h for h in self.pool if self.ref(h) is None]
-            if not absent:
-                break
-            items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(2, len(absent)),
-                                       unique=True), label="fresh")
-            self._store_and_complete(items, data)
+        self.store_fresh(data, data.draw(st.integers(1 if self.positions else 0, 3), label="then store"),
+                         2, "fresh")
 
     @implements("K5")
     def _finish(self, access: RequestAccess) -> None:
@@ -418,13 +413,7 @@ class VllmManagerMachine(ManagerMachine):
             again: bool = data.draw(st.booleans(), label="others store its keys")
             if before and again:
                 self._store_and_complete(before[:self.capacity], data)
-            for _ in range(rounds):
-                absent = [h for h in self.pool if self.ref(h) is None]
-                if not absent:
-                    break
-                items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)),
-                                           unique=True), label="others' keys")
-                self._store_and_complete(items, data)
+            self.store_fresh(data, rounds, 3, "others' keys")
         finally:
             self.log.add("m.request = held")
             self.target.request, self.open_request = request, held
@@ -441,6 +430,17 @@ class VllmManagerMachine(ManagerMachine):
         self.resets_inside += 1
         self.exercised("K7")
         return True
+
+    def store_fresh(self, data: st.DataObject, rounds: int, most: int, label: str) -> None:
+        """Up to ``rounds`` stores of absent keys (at most ``most`` each), completed at once:
+        the victims they take show the order the calls before them left (L3, K5, N9)."""
+        for _ in range(rounds):
+            absent = [h for h in self.pool if self.ref(h) is None]
+            if not absent:
+                return
+            items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(most, len(absent)),
+                                       unique=True), label=label)
+            self._store_and_complete(items, data)
 
     def _store_and_complete(self, items: list[bytes], data: st.DataObject) -> None:
         """M5 of ``items``, then M6 of those it left pending: ready blocks at once."""

@@ -194,13 +194,7 @@ class RankOrderManagerMachine(VllmManagerMachine):
         """Requests of their own store fresh keys (completed) while the open ones wait: the
         victims are the open requests' tails first, older requests' before newer ones'."""
         self._enter(None)
-        for _ in range(data.draw(st.integers(1, 2), label="other stores")):
-            absent = [h for h in self.pool if self.ref(h) is None]
-            if not absent:
-                break
-            items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)),
-                                       unique=True), label="others' keys")
-            self._store_and_complete(items, data)
+        self.store_fresh(data, data.draw(st.integers(1, 2), label="other stores"), 3, "others' keys")
         self._enter(request)
 
     def _ranked_reset(self, request: _OpenRequest, data: st.DataObject, opened: list[_OpenRequest]) -> None:
