@@ -438,7 +438,7 @@ class CPUOffloadingManager(OffloadingManager):
             gnext = self._a32[slice(*span(FIELDS["gnext"], cap, self._ghosts))]
             while nd >= 0:
                 row = self._keys[nd]
-                chain.append(BlockHash(row[1:].tobytes()[: int(row[0]) & 0xFFFFFFFF]))  # row_head: tag above
+                chain.append(BlockHash(row[1:].tobytes()[: int(row[0]) & L.LOW_HALF]))  # row_head: tag above
                 nd = int(gnext[nd - cap])
             ghosts.append(chain)
         return ghosts
@@ -526,8 +526,9 @@ class CPUOffloadingManager(OffloadingManager):
         """I8: every indexed node's key row carries the tag of its table entry (``table.row_head``:
         eviction reads a victim's tag there instead of fingerprinting the row again)."""
         entries = self._table[self._table != 0]
-        nodes = (entries & np.uint64(0xFFFFFFFF)).astype(np.int64) - 1
-        if not np.array_equal(self._keys[nodes, 0] >> np.uint64(32), entries >> np.uint64(32)):
+        nodes = (entries & np.uint64(L.LOW_HALF)).astype(np.int64) - 1
+        half = np.uint64(L.HALF_BITS)
+        if not np.array_equal(self._keys[nodes, 0] >> half, entries >> half):
             raise ContractViolation("I8", "a key row's tag differs from its table entry's")
 
     def _check_list(self, h: int, want: npt.NDArray[np.bool_]) -> None:

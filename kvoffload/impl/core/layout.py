@@ -213,3 +213,9 @@ SLOW_PATH = (GATHER_BAD, GATHER_WIDE, KEYS_NARROW)
 # --------------------------------------------------------------------- hpos values
 IN_LIST = -1  # ``hpos`` of a block in its recency list
 PARKED = -2  # ``hpos`` of a block in neither its list nor its heap
+
+#: A table entry (``tag << 32 | node + 1``) and a key row's word 0 (``table.row_head``:
+#: ``tag << 32 | length``) both keep the tag in the high half; the compiled code and the
+#: Python side split them with these.
+HALF_BITS = 32
+LOW_HALF = 0xFFFFFFFF

@@ -14,12 +14,13 @@ from typing import Any
 import numpy as np
 
 from .jit import TWIN, kernel
+from .layout import HALF_BITS, LOW_HALF
 
 _P1 = np.uint64(0x9E3779B97F4A7C15)
 _P2 = np.uint64(0xBF58476D1CE4E5B9)
 _P3 = np.uint64(0x94D049BB133111EB)
-_LO32 = np.uint64(0xFFFFFFFF)
-_U32 = np.uint64(32)
+_LO32 = np.uint64(LOW_HALF)
+_U32 = np.uint64(HALF_BITS)
 CHUNK = 32  # hashes per software-pipelined group (prefetch, then probe)
 
 
