@@ -69,21 +69,21 @@ def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
 
 
 def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
-    """The whole logical state of a manager exposing ``policy_view`` (the production
+    """The whole logical state of a manager exposing ``logical_state`` (the production
     manager: recency lists with ref counts, ghost lists, marks, hand, ARC's ``p``, free
     blocks), hashes renamed by ``name``; else ``readable_key`` and the backend's counts
     (a leaked block shows there). Block ids are left out:
     they are handles a target treats alike (README, "Model checking": block-id symmetry)."""
-    view = getattr(target, "policy_view", None)
-    if view is None:  # a manager of reference parts: its policy, and its backend's blocks up to renaming
+    state = getattr(target, "logical_state", None)
+    if state is None:  # a manager of reference parts: its policy, and its backend's blocks up to renaming
         backend = getattr(target, "backend", None)
         handed_out = len(getattr(backend, "_handed_out", ()))
         return readable_key(target, name), backend and (backend.get_num_free_blocks(), handed_out)
-    state, refs = view(), {h: int(b.ref_cnt) for h, b in target.blocks().items()}
-    return (tuple(tuple((name(h), refs.get(h)) for h in hashes) for hashes in state["lists"]),
-            tuple(tuple(map(name, hashes)) for hashes in state["ghosts"]),
-            tuple(sorted((name(h), mark) for h, mark in state["marks"].items())),
-            None if state["hand"] is None else name(state["hand"]), target.arc_target, target.get_num_free_blocks())
+    lists, ghosts, marks, hand, p, free = state()
+    return (tuple(tuple((name(h), ref) for h, ref in listed) for listed in lists),
+            tuple(tuple(map(name, chain)) for chain in ghosts),
+            tuple(sorted((name(h), mark) for h, mark in marks)),
+            None if hand is None else name(hand), p, free)
 
 
 def held(policy: Any) -> set[bytes]:
@@ -100,8 +100,8 @@ def ghosts_of(policy: Any) -> set[bytes]:
 def _entry_key(value: Any) -> Hashable:
     if value is None:
         return None
-    if isinstance(value, BlockStatus):
-        return int(value.ref_cnt)
+    if type(value) is BlockStatus:
+        return value.ref_cnt
     counter = getattr(value, "freq", getattr(value, "visited", None))
     return (int(value.block.ref_cnt), counter)
 
@@ -112,7 +112,7 @@ def policy_key(policy: Any, name: Callable[[bytes], int]) -> tuple[Hashable, ...
     for field in _fields(policy):
         value = getattr(policy, field)
         if isinstance(value, dict):
-            key.append(tuple((name(h), _entry_key(v)) for h, v in value.items()))
+            key.append(tuple([(name(h), _entry_key(v)) for h, v in value.items()]))
         elif isinstance(value, bytes):
             key.append(name(value))
         else:
@@ -144,5 +144,11 @@ def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
     for field in _fields(policy):
         value = getattr(policy, field)
         if isinstance(value, dict):
-            setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
+            entries = list(value.values())
+            if all(entry is None for entry in entries):  # ghosts: nothing to remap
+                setattr(new, field, value.copy())
+            elif all(type(entry) is BlockStatus for entry in entries):
+                setattr(new, field, OrderedDict(zip(value, [blocks[id(entry)] for entry in entries])))
+            else:
+                setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
     return new
