@@ -71,10 +71,10 @@ I64 = npt.NDArray[np.int64]
 Flags = Sequence[bool] | bytes | bytearray
 Op = Callable[..., int]
 _READY = runtime.READY
-#: The arrays a copy owns (``__deepcopy__``, ``restore``): compiled state, objects, scratch.
+#: The arrays a copy owns (``__deepcopy__``): compiled state, objects, scratch.
 _ARRAYS = ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects", "_q", "_io")
 #: The named views ``_bind_views`` keeps, and their spans by (num_blocks, ghost nodes).
-_BOUND_VIEWS = ("meta", "ts", "ref", "hpos", "free", "bprev", "bnext", "lst")
+_BOUND_VIEWS = ("meta", "ts", "ref", "hpos", "free", "bprev", "bnext", "lst", "gnext")
 _VIEW_SPANS: dict[tuple[int, int], list[tuple[str, int, slice]]] = {}
 
 
@@ -116,6 +116,7 @@ class CPUOffloadingManager(OffloadingManager):
     _bprev: npt.NDArray[Any]
     _bnext: npt.NDArray[Any]
     _lst: npt.NDArray[Any]
+    _gnext: npt.NDArray[Any]
     #: Whether calls read the list directly (tests switch it off to cover the slow path).
     direct: bool = LAYOUT_OK
 
@@ -210,25 +211,6 @@ class CPUOffloadingManager(OffloadingManager):
         new._bind_views()
         memo[id(self)] = new
         return new
-
-    def restore(self, other: CPUOffloadingManager) -> None:
-        """Become a copy of ``other`` (same ``num_blocks`` and policy) in place: its
-        arrays copied into this manager's own where the shapes agree (no allocation, views
-        kept), else copied afresh. The model checker restores one scratch manager to each
-        state it expands instead of deep-copying one per call."""
-        if (other.num_blocks, other.policy, other.fingerprint) != (self.num_blocks, self.policy, self.fingerprint):
-            raise ValueError("restore needs a manager of the same num_blocks, policy and fingerprint")
-        rebind = False
-        for name in _ARRAYS:
-            mine, theirs = getattr(self, name), getattr(other, name)
-            if mine.shape == theirs.shape:
-                np.copyto(mine, theirs)
-            else:
-                setattr(self, name, theirs.copy())
-                rebind = True
-        self._batch, self._events = other._batch, list(other._events)
-        if rebind:
-            self._bind_views()
 
     @property
     def _state(self) -> tuple[npt.NDArray[Any], ...]:
@@ -461,11 +443,15 @@ class CPUOffloadingManager(OffloadingManager):
     def ghost_lists(self) -> list[list[BlockHash]]:
         """The hashes of each ghost list, oldest first (ARC's B1 and B2, S3-FIFO's G; empty
         for LRU and SIEVE): O(ghosts), read from the ghost chains, every key row in one gather."""
+        return self._ghost_lists(self._meta.tolist())
+
+    def _ghost_lists(self, meta: list[int]) -> list[list[BlockHash]]:
+        """``ghost_lists`` from ``meta`` read as a list."""
         cap = self.num_blocks
-        gnext = self._a32[slice(*span(FIELDS["gnext"], cap, self._ghosts))].tolist()
+        gnext = self._gnext.tolist()
         chains: list[list[int]] = []
         for g in range(L.LIST_COUNT):
-            chain, nd = [], int(self._meta[ghost_slot(g, GHOST_HEAD)])
+            chain, nd = [], meta[ghost_slot(g, GHOST_HEAD)]
             while nd >= 0:
                 chain.append(nd)
                 nd = gnext[nd - cap]
@@ -501,14 +487,14 @@ class CPUOffloadingManager(OffloadingManager):
             tuple((objects[i], ref[i]) for i in sorted((i for i in range(cap) if blk[i] == tag), key=ts.__getitem__))
             for tag in range(L.T1, L.T1 + L.LIST_COUNT)
         )
-        ghosts = tuple(tuple(chain) for chain in self.ghost_lists())
+        meta = self._meta.tolist()
+        ghosts = tuple(tuple(chain) for chain in self._ghost_lists(meta))
         marks: tuple[tuple[BlockHash, int], ...] = ()
-        if L.mark_bytes(int(self._meta[L.POLICY]), cap):
+        if L.mark_bytes(meta[L.POLICY], cap):
             mark = self._a8[len(self._a8) - cap :].tolist()
             marks = tuple((objects[i], mark[i]) for i in range(cap) if blk[i] in (L.T1, L.T2))
-        hand = int(self._meta[L.HAND])
-        return (lists, ghosts, marks, None if hand < 0 else objects[hand], float(self._pf[0]),
-                int(self._meta[NFREE]))
+        hand = meta[L.HAND]
+        return lists, ghosts, marks, None if hand < 0 else objects[hand], float(self._pf[0]), meta[NFREE]
 
     @property
     def arc_target(self) -> float:

@@ -53,6 +53,7 @@ class World(Protocol[Op]):  # pragma: no cover - a protocol
     def hashes_in_state(self) -> int: ...
     def settle(self) -> None: ...
     exact: bool
+    copyable: bool  # fork() still copies (False once a copy failed: states are rebuilt by replay)
 
 
 class Reproducing:
@@ -184,8 +185,11 @@ def explore(
         following: list[tuple[Hashable, World[Op]]] = []
         for key, world in frontier:
             path: list[Op] | None = None
-            for op in world.enabled():
-                child = world.fork() if snapshots else None
+            ops = world.enabled()
+            for index, op in enumerate(ops):
+                # the last call takes the expanded world itself: nothing reads it afterwards
+                last = snapshots and index == len(ops) - 1 and world.copyable
+                child = world if last else world.fork() if snapshots else None
                 if child is None:
                     path = _path_to(parents, key) if path is None else path
                     child = _rebuild(make_world, path)
