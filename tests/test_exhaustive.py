@@ -341,6 +341,11 @@ def test_cli_exit_codes() -> None:
     ok = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "reference", "--quiet"])
     assert ok.exit_code == 0, ok.output
     assert "every reachable state" in ok.output and "states" in ok.output and "diameter" in ok.output
+    assert "all interchangeable" in ok.output  # --distinguished defaults to 0 (the literal ARC command completes)
+    prefix = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "reference",
+                                              "--distinguished", "1", "--quiet"])
+    assert prefix.exit_code == 0 and "h0 is the 16-byte head" in prefix.output, prefix.output
+    assert runner.invoke(check_exhaustive, ["--capacity", "1", "--distinguished", "2"]).exit_code == 2
     bounded = runner.invoke(check_exhaustive, ["--depth", "1", "--capacity", "1", "--policy", "lru",
                                                "--target", "reference", "--quiet"])
     assert bounded.exit_code == 0 and "within 1 calls" in bounded.output, bounded.output

@@ -17,9 +17,10 @@ state is kept once, and a violation is reported as the SHORTEST call sequence re
 it, read off the parent pointers and replayed on a fresh model and target (so the
 reproduction is checked once more without copies). Soundness rests on two assumptions,
 both stated in the README: the target is deterministic in the calls it received, and
-its behaviour depends on a hash only through equality and the relations the distinguished
-hashes model (a 64-bit fingerprint shared, a prefix), so renaming the other hashes maps
-behaviours onto behaviours.
+its behaviour depends on a hash only through equality and the relations the alphabet
+models (every free hash shares one 16-byte head; the distinguished hash is that head, a
+prefix of each), so renaming the free hashes maps behaviours onto behaviours. Expanding a
+state forks its world once per call but the last, which takes the world itself.
 """
 
 from __future__ import annotations

@@ -47,11 +47,19 @@ def ghost_capacity(policy: str, capacity: int) -> int:
     return 0
 
 
+_FIELDS_OF: dict[type, tuple[str, ...]] = {}  # by the policy's own type (``_fields``, once per type)
+
+
 def _fields(policy: Any) -> tuple[str, ...]:
-    for cls in type(policy).__mro__:  # subclasses (planted bugs, production) keep the fields
+    kind = type(policy)
+    found = _FIELDS_OF.get(kind)
+    if found is not None:
+        return found
+    for cls in kind.__mro__:  # subclasses (planted bugs, production) keep the fields
         if cls in FIELDS:
-            return FIELDS[cls]
-    raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
+            found = _FIELDS_OF[kind] = FIELDS[cls]
+            return found
+    raise TypeError(f"{kind.__name__} is not an exact reference policy the checker knows")
 
 
 def plain_policy(policy: Any) -> bool:
@@ -145,7 +153,7 @@ def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
         value = getattr(policy, field)
         if isinstance(value, dict):
             entries = list(value.values())
-            if all(entry is None for entry in entries):  # ghosts: nothing to remap
+            if field in _GHOST_FIELDS:  # ghosts map to None: nothing to remap
                 setattr(new, field, value.copy())
             elif all(type(entry) is BlockStatus for entry in entries):
                 setattr(new, field, OrderedDict(zip(value, [blocks[id(entry)] for entry in entries])))
