@@ -39,23 +39,23 @@ def hash_alphabet(size: int = 3, distinguished: int = DISTINGUISHED) -> list[byt
     return (fixed + free)[:size]
 
 
-class Relabel:
+class Relabel(dict[bytes, int]):
     """Renames hashes to small ints: distinguished ones to their index, free ones by
-    first occurrence, so equal-up-to-renaming states get equal keys."""
+    first occurrence, so equal-up-to-renaming states get equal keys. A dict whose missing
+    keys get the next label: ``name(h)`` of a known hash is one C-level lookup (the
+    checker renames every hash of every state it reaches)."""
 
     def __init__(self, distinguished: Sequence[bytes]) -> None:
-        self.labels: dict[bytes, int] = {h: i for i, h in enumerate(distinguished)}
-        self._next = len(distinguished)
+        super().__init__((h, i) for i, h in enumerate(distinguished))
 
-    def __call__(self, h: bytes) -> int:
-        label = self.labels.get(h)
-        if label is None:
-            label = self.labels[h] = self._next
-            self._next += 1
+    def __missing__(self, h: bytes) -> int:
+        label = self[h] = len(self)
         return label
 
+    __call__ = dict.__getitem__
+
     def many(self, hashes: Iterable[bytes]) -> tuple[int, ...]:
-        return tuple(self(h) for h in hashes)
+        return tuple(map(self, hashes))
 
 
 def canonical_calls(
