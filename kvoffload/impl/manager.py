@@ -9,6 +9,7 @@ block ids aside.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any
@@ -459,10 +460,12 @@ class CPUOffloadingManager(OffloadingManager):
         nodes = chains[0] + chains[1]
         if not nodes:
             return [[], []]
-        rows = self._keys[nodes]
-        width, data = rows.shape[1] * 8, rows.tobytes()
-        heads = (rows[:, 0] & np.uint64(L.LOW_HALF)).tolist()  # row_head: the length, a tag above
-        hashes = [BlockHash(data[j * width + 8 : j * width + 8 + heads[j]]) for j in range(len(nodes))]
+        data = self._keys[nodes].tobytes()
+        width = self._keys.shape[1] * 8
+        hashes = []
+        for start in range(0, len(data), width):  # row_head: the length in the low half, a tag above
+            length = int.from_bytes(data[start : start + 8], sys.byteorder) & L.LOW_HALF
+            hashes.append(BlockHash(data[start + 8 : start + 8 + length]))
         return [hashes[: len(chains[0])], hashes[len(chains[0]) :]]
 
     def policy_view(self) -> dict[str, Any]:

@@ -155,7 +155,7 @@ def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
             entries = list(value.values())
             if field in _GHOST_FIELDS:  # ghosts map to None: nothing to remap
                 setattr(new, field, value.copy())
-            elif all(type(entry) is BlockStatus for entry in entries):
+            elif not entries or type(entries[0]) is BlockStatus:  # one field holds one kind of entry
                 setattr(new, field, OrderedDict(zip(value, [blocks[id(entry)] for entry in entries])))
             else:
                 setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
