@@ -38,9 +38,9 @@ for policy in s3fifo sieve; do
   check --capacity 2 --policy "$policy" --target impl
 done
 
-step "production policies alone: LRU 1..3, ARC 1..2, S3-FIFO 1..2, SIEVE 1..3, every reachable state"
+step "production policies alone: LRU 1..3, ARC 1..3, S3-FIFO 1..2, SIEVE 1..3, every reachable state"
 check --capacity 3 --policy lru --target impl --policies-only
-check --capacity 2 --policy arc --target impl --policies-only
+check --capacity 3 --policy arc --target impl --policies-only
 check --capacity 2 --policy s3fifo --target impl --policies-only
 check --capacity 3 --policy sieve --target impl --policies-only
 check --capacity 3 --policy lru --target impl --policies-only --distinguished 1

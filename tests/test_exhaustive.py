@@ -312,6 +312,16 @@ def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacit
         exec(code, namespace)  # noqa: S102
 
 
+@pytest.mark.parametrize(("name", "kind", "clause"), [("manager_fingerprint", "manager", "I8"),
+                                                     ("FingerprintPolicy", "policy", "P1")])
+def test_I8_prefix_keyed_targets_refuted_with_every_hash_interchangeable(name: str, kind: str, clause: str) -> None:
+    """Every free hash shares its first 16 bytes with every other: a target keyed on the first
+    8 confuses every pair, so it is refuted at ``distinguished=0`` already, in one call."""
+    run = run_exhaustive(_bug(name, kind), kind=kind, policy="lru", capacity=1, distinguished=0, source=name)
+    assert not run.ok and run.result.failure is not None
+    assert clause in run.result.failure.clauses and len(run.result.failing_path) == 1, run.report()
+
+
 class LookupRefreshes(ReferenceManager):
     """M1 broken: ``lookup`` refreshes the hashes it finds (a side effect on recency). No
     field of its own, so the checker reads its whole state and judges lookups once per new
