@@ -3,11 +3,12 @@
 Breadth-first search over every reachable joint state of the reference model and a target
 (``model_checker``), for every capacity ``1..C`` and each policy, judging every call out of
 every state the way the lockstep suite does. States are deduplicated by fingerprint (the
-model's whole state plus the target's: its whole state where readable, else its block ids), with symmetry
-reduction over the free hashes (``symmetry``: they share a 16-byte head; with
-``--distinguished 1`` that head, a prefix of each, is a hash of its own). Without ``--depth`` the search runs until no new state appears:
-every reachable state of that scope is proved to conform; ``--depth N`` stops after N
-calls. A violation is reported as the SHORTEST call sequence reaching it (BFS parent
+model's whole state plus the target's: its whole state where readable, else its block
+ids), with symmetry reduction over the free hashes (``symmetry``: they share a 16-byte
+head; with ``--distinguished 1`` that head, a prefix of each, is a hash of its own; the
+default 0 lets the ARC capacity-3 space complete). Without ``--depth`` the search runs
+until no new state appears: every reachable state of that scope is proved to conform;
+``--depth N`` stops after N calls. A violation is reported as the SHORTEST call sequence reaching it (BFS parent
 pointers), replayed on a fresh model and target, as a runnable snippet naming the clause.
 
 Manager calls: ``manager_world``; CachePolicy calls alone (``--policies-only``):
