@@ -108,8 +108,8 @@ def ghosts_of(policy: Any) -> set[bytes]:
 def _entry_key(value: Any) -> Hashable:
     if value is None:
         return None
-    if type(value) is BlockStatus:
-        return value.ref_cnt
+    if isinstance(value, BlockStatus):
+        return value.ref_cnt  # a ctypes int field: already an int
     counter = getattr(value, "freq", getattr(value, "visited", None))
     return (int(value.block.ref_cnt), counter)
 
