@@ -1,46 +1,51 @@
 #!/usr/bin/env bash
 # CI lane: the model checker (issues 8, 15, 17). Breadth-first over every reachable joint
 # state of the reference model and the production targets (no --depth: the whole space)
-# where that fits the budget, depth-bounded where it does not (counts and cuts: README,
-# "Model checking"). --distinguished 0 makes every hash interchangeable (no I8 pair in the
-# alphabet: a far smaller space); the I8 pairs are explored at capacities 1..2. Each step
-# under `timeout`.
+# where that fits the budget (<= 60 s a step on 2 cores), depth-bounded where it does not
+# (counts and cuts: README, "Model checking"). Hashes: every one interchangeable (the default,
+# --distinguished 0; they all share a 16-byte head, so a prefix-keyed target confuses every
+# pair), or with the prefix hash h0 (that head alone: I8's prefix case) kept apart
+# (--distinguished 1). Colliding fingerprints: impl.factories' colliding_* managers.
+# Each step under `timeout`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
 step() { printf '\n=== exhaustive lane: %s (%ss elapsed)\n' "$1" "$((SECONDS - started))"; }
 PY=${PYTHON:-python}
 check() { timeout 600 "$PY" -m kvoffload check-exhaustive --quiet "$@"; }
+COLLIDING=kvoffload.impl.factories:colliding
 
-step "production manager, LRU, capacities 1..3, every reachable state (hashes interchangeable)"
-check --capacity 3 --policy lru --target impl --distinguished 0
+step "production manager, LRU 1..3 and ARC 1..2, every reachable state (hashes interchangeable)"
+check --capacity 3 --policy lru --target impl
+check --capacity 2 --policy arc --target impl
 
-step "production manager, ARC, capacities 1..2, every reachable state (hashes interchangeable)"
-check --capacity 2 --policy arc --target impl --distinguished 0
+step "production manager with the prefix hash h0 (I8): LRU 1..3, ARC 1..2, every reachable state"
+check --capacity 3 --policy lru --target impl --distinguished 1
+check --capacity 2 --policy arc --target impl --distinguished 1
 
-step "production manager, I8 pairs (h0, its fingerprint twin h1, its prefix h2): LRU 1..2, ARC 1, every state"
-check --capacity 2 --policy lru --target impl
-check --capacity 1 --policy arc --target impl
+step "production manager, every fingerprint colliding (I8), with h0: LRU 1..3, ARC 1..2, every reachable state"
+check --capacity 3 --policy lru --target "${COLLIDING}_lru_manager" --distinguished 1
+check --capacity 2 --policy arc --target "${COLLIDING}_arc_manager" --distinguished 1
 
-step "production manager, ARC capacity 3 (complete in ~8 CPU-minutes: README), every state within 8 calls"
-check --depth 8 --capacity 3 --policy arc --target impl --distinguished 0
+step "production manager, ARC capacity 3 (complete in minutes: README), every state within 9 calls"
+check --depth 9 --capacity 3 --policy arc --target impl
 
-step "production manager, LRU and ARC, capacities 1..3 with the I8 pairs, every state within 3 calls"
-check --depth 3 --capacity 3 --policy both --target impl
+step "production manager, LRU and ARC, capacities 1..3 with h0, every state within 5 calls"
+check --depth 5 --capacity 3 --policy both --target impl --distinguished 1
 
 step "S3-FIFO and SIEVE managers, capacities 1..2, every reachable state (hashes interchangeable)"
 for policy in s3fifo sieve; do
-  check --capacity 2 --policy "$policy" --target impl --distinguished 0
+  check --capacity 2 --policy "$policy" --target impl
 done
 
-step "production policies alone: LRU 1..3, ARC 1..2, S3-FIFO 1..2, SIEVE 1..3, every reachable state"
-check --capacity 3 --policy lru --target impl --policies-only --distinguished 0
-check --capacity 2 --policy arc --target impl --policies-only --distinguished 0
-check --capacity 2 --policy s3fifo --target impl --policies-only --distinguished 0
-check --capacity 3 --policy sieve --target impl --policies-only --distinguished 0
-check --capacity 2 --policy lru --target impl --policies-only
+step "production policies alone: LRU 1..3, ARC 1..3, S3-FIFO 1..2, SIEVE 1..3, every reachable state"
+check --capacity 3 --policy lru --target impl --policies-only
+check --capacity 3 --policy arc --target impl --policies-only
+check --capacity 2 --policy s3fifo --target impl --policies-only
+check --capacity 3 --policy sieve --target impl --policies-only
+check --capacity 3 --policy lru --target impl --policies-only --distinguished 1
 
 step "production ARC policy alone, capacities 1..3, every block idle and nothing protected (ARC's lists, ghosts and p), every reachable state"
-check --capacity 3 --policy arc --target impl --policies-only --idle-only --distinguished 0
+check --capacity 3 --policy arc --target impl --policies-only --idle-only
 
 step "done"

@@ -40,45 +40,58 @@ def _bug(name: str, kind: str) -> Any:
 # -- counts: the search provably covers the space ----------------------------------------------
 
 
+def test_alphabet_free_hashes_share_a_head_and_h0_is_it() -> None:
+    """Every free hash is 32 bytes and they share their first 16 (so their first 8): a key on
+    a prefix of the bytes confuses every pair (I8); h0, the one distinguished hash, is that
+    head itself, a prefix of each of them."""
+    h = hash_alphabet(5, 1)
+    assert len(set(h)) == 5 and len(h[0]) == 16
+    assert all(len(x) == 32 and x[:16] == h[0] for x in h[1:])
+    assert len({x[16:] for x in h[1:]}) == 4
+    assert hash_alphabet(4, 0) == h[1:]  # without the head: the free hashes alone
+    with pytest.raises(ValueError):
+        hash_alphabet(4, 2)
+
+
 def test_canonical_calls_rename_fresh_hashes() -> None:
-    """h0..h2 distinguished, h3..h5 free and absent: a call uses fresh free hashes only
-    as h3, then h3 h4 in that order. Length 1: h0 h1 h2 h3 (4). Length 2 over
-    {h0,h1,h2,h3,h4}: 6 pairs of distinguished + 3·2 with h3 + (h3, h4) = 13."""
+    """h0 distinguished, h1..h5 free and absent: a call uses fresh free hashes only as h1,
+    then h1 h2 in that order. Length 1: h0 h1 (2). Length 2 over {h0, h1, h2}: (h0, h1),
+    (h1, h0), (h1, h2) (3)."""
     h = hash_alphabet(6)
-    calls = canonical_calls(h, set(), 2)
-    assert len(calls) == 4 + 13
-    assert (h[4],) not in calls and (h[4], h[3]) not in calls and (h[3], h[4]) in calls
-    # h4 in the state: it is no longer fresh, and h3 / h5 are the fresh ones.
-    with_h4 = canonical_calls(h, {h[4]}, 1)
-    assert with_h4 == [(h[0],), (h[1],), (h[2],), (h[4],), (h[3],)]
+    calls = canonical_calls(h, set(), 2, 1)
+    assert sorted(calls) == sorted([(h[0],), (h[1],), (h[0], h[1]), (h[1], h[0]), (h[1], h[2])])
+    # h3 in the state: it is no longer fresh, and h1 is still the first fresh one.
+    assert canonical_calls(h, {h[3]}, 1, 1) == [(h[0],), (h[3],), (h[1],)]
 
 
 def test_root_of_lru_capacity_1_by_hand() -> None:
-    """Capacity 1, empty: 17 touches and 17 stores (see above) = 34 calls. New states:
-    h0, h1, h2 or a free hash pending (stores of two hashes are refused): 1 + 4 = 5."""
-    run = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, depth=1)
-    assert run.ok and run.result.transitions == 34 and run.result.states == 5
+    """Capacity 1, empty, h0 distinguished: 5 touches and 5 stores (see above) = 10 calls.
+    New states: h0 or a free hash pending (stores of two hashes are refused): 1 + 2 = 3."""
+    run = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, depth=1, distinguished=1)
+    assert run.ok and run.result.transitions == 10 and run.result.states == 3
     assert not run.result.complete and run.result.diameter == 1
 
 
 def test_whole_space_of_lru_capacity_1_by_hand() -> None:
-    """Capacity 1: empty, or one of h0, h1, h2, (any) free hash pending, ready or read by a
-    load: 1 + 4·3 = 13 states; the deepest is 'read' (store, complete, load): diameter 3."""
-    run = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1)
+    """Capacity 1: empty, or h0 or (any) free hash pending, ready or read by a load:
+    1 + 2·3 = 7 states; the deepest is 'read' (store, complete, load): diameter 3."""
+    run = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, distinguished=1)
     assert run.ok and run.result.complete
-    assert run.result.states == 13 and run.result.diameter == 3
+    assert run.result.states == 7 and run.result.diameter == 3
 
 
 def test_symmetry_bigger_alphabet_adds_no_state() -> None:
     """Past the saturating size more free hashes are only renamings: same states."""
-    size = saturating_alphabet("manager", "lru", 1, 2)
+    size = saturating_alphabet("manager", "lru", 1, 2, 1)
     counts = {
-        hashes: run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, hashes=hashes).result.states
+        hashes: run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, hashes=hashes,
+                               distinguished=1).result.states
         for hashes in (size, size + 3)
     }
-    assert counts[size] == counts[size + 3] == 13
-    smaller = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, hashes=3).result.states
-    assert smaller == 1 + 3 * 3  # without free hashes: h0, h1, h2 only
+    assert counts[size] == counts[size + 3] == 7
+    smaller = run_exhaustive(reference.reference_lru_manager, policy="lru", capacity=1, hashes=1,
+                             distinguished=1).result.states
+    assert smaller == 1 + 1 * 3  # without free hashes: h0 only
 
 
 def test_no_distinguished_hash_lru_capacity_1_by_hand() -> None:
@@ -133,11 +146,26 @@ def test_reference_model_against_itself(policy: str, capacity: int, depth: int |
     assert run.result.complete == (depth is None)
 
 
-@pytest.mark.parametrize(("policy", "capacity", "depth"), [("lru", 1, None), ("lru", 2, 3), ("arc", 1, 4)])
+@pytest.mark.parametrize(("policy", "capacity", "depth"), [("lru", 1, None), ("lru", 2, None), ("arc", 1, None)])
 def test_production_manager(policy: str, capacity: int, depth: int | None) -> None:
     run = run_exhaustive(getattr(impl, f"{policy}_manager"), policy=policy, capacity=capacity, depth=depth)
     assert run.ok, run.report()
     assert run.result.complete == (depth is None)
+
+
+@pytest.mark.parametrize(("policy", "capacity"), [("lru", 2), ("arc", 1)])
+def test_I8_colliding_fingerprints_keyed_exactly(policy: str, capacity: int) -> None:
+    """The production manager with every fingerprint equal (``fingerprint="constant"``: every
+    pair collides, a symmetric relation): the checker reads its whole state (exact keys),
+    and it conforms in every reachable state, with the prefix hash h0 too."""
+    factory = getattr(impl, f"colliding_{policy}_manager")
+    world = ManagerWorld(lambda: factory(num_blocks=capacity, enable_events=True), capacity, policy,
+                         hash_alphabet(5, 1), distinguished=1)
+    assert world.exact and world.target.fingerprint == "constant"
+    run = run_exhaustive(factory, policy=policy, capacity=capacity, distinguished=1)
+    assert run.ok and run.result.complete, run.report()
+    plain = run_exhaustive(getattr(impl, f"{policy}_manager"), policy=policy, capacity=capacity, distinguished=1)
+    assert (run.result.states, run.result.transitions) == (plain.result.states, plain.result.transitions)
 
 
 @pytest.mark.parametrize(("policy", "depth"), [("s3fifo", 5), ("sieve", None)])
@@ -257,7 +285,7 @@ def _free_bug(name: str) -> Any:
 
 @pytest.mark.parametrize(
     ("name", "kind", "policy", "capacity", "clause", "distinguished", "idle"),
-    [(*c, 3, False) for c in CAUGHT] + [(*c, 0, False) for c in CAUGHT_FREE] + [(*c, 0, True) for c in CAUGHT_IDLE],
+    [(*c, 1, False) for c in CAUGHT] + [(*c, 0, False) for c in CAUGHT_FREE] + [(*c, 0, True) for c in CAUGHT_IDLE],
     ids=[c[0] for c in CAUGHT] + [f"{c[0]}-as-{c[2]}" for c in CAUGHT_FREE] + [f"{c[0]}-idle" for c in CAUGHT_IDLE],
 )
 def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacity: int, clause: str,
@@ -282,6 +310,16 @@ def test_planted_bug_refuted_shortest(name: str, kind: str, policy: str, capacit
             exec(code, namespace)  # noqa: S102
     else:
         exec(code, namespace)  # noqa: S102
+
+
+@pytest.mark.parametrize(("name", "kind", "clause"), [("manager_fingerprint", "manager", "I8"),
+                                                     ("FingerprintPolicy", "policy", "P1")])
+def test_I8_prefix_keyed_targets_refuted_with_every_hash_interchangeable(name: str, kind: str, clause: str) -> None:
+    """Every free hash shares its first 16 bytes with every other: a target keyed on the first
+    8 confuses every pair, so it is refuted at ``distinguished=0`` already, in one call."""
+    run = run_exhaustive(_bug(name, kind), kind=kind, policy="lru", capacity=1, distinguished=0, source=name)
+    assert not run.ok and run.result.failure is not None
+    assert clause in run.result.failure.clauses and len(run.result.failing_path) == 1, run.report()
 
 
 class LookupRefreshes(ReferenceManager):
@@ -313,6 +351,11 @@ def test_cli_exit_codes() -> None:
     ok = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "reference", "--quiet"])
     assert ok.exit_code == 0, ok.output
     assert "every reachable state" in ok.output and "states" in ok.output and "diameter" in ok.output
+    assert "all interchangeable" in ok.output  # --distinguished defaults to 0 (the literal ARC command completes)
+    prefix = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "reference",
+                                              "--distinguished", "1", "--quiet"])
+    assert prefix.exit_code == 0 and "h0 is the 16-byte head" in prefix.output, prefix.output
+    assert runner.invoke(check_exhaustive, ["--capacity", "1", "--distinguished", "2"]).exit_code == 2
     bounded = runner.invoke(check_exhaustive, ["--depth", "1", "--capacity", "1", "--policy", "lru",
                                                "--target", "reference", "--quiet"])
     assert bounded.exit_code == 0 and "within 1 calls" in bounded.output, bounded.output

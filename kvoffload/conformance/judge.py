@@ -130,7 +130,10 @@ def victim_fault(
     """M5.3, I3: ``prepare_store``'s victims must be ``need`` distinct present blocks,
     each ready, idle (``before``: ref counts ahead of the call) and outside its input."""
     for victim in evicted:
-        label, ref = name(victim), before.get(victim)
+        ref = before.get(victim)
+        if ref == 0 and victim not in protected:
+            continue  # a conforming victim: not named (``name`` is not free on the checker's hot path)
+        label = name(victim)
         # holds on a fixed target too, also where that one refuses the store
         absent = f"{var} is None or {label} not in {var}.block_hashes_evicted"
         if ref is None:

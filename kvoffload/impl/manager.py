@@ -9,8 +9,7 @@ block ids aside.
 
 from __future__ import annotations
 
-import copy
-
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any
@@ -73,6 +72,11 @@ I64 = npt.NDArray[np.int64]
 Flags = Sequence[bool] | bytes | bytearray
 Op = Callable[..., int]
 _READY = runtime.READY
+#: The arrays a copy owns (``__deepcopy__``): compiled state, objects, scratch.
+_ARRAYS = ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects", "_q", "_io")
+#: The named views ``_bind_views`` keeps, and their spans by (num_blocks, ghost nodes).
+_BOUND_VIEWS = ("meta", "ts", "ref", "hpos", "free", "bprev", "bnext", "lst", "gnext")
+_VIEW_SPANS: dict[tuple[int, int], list[tuple[str, int, slice]]] = {}
 
 
 def _pick(hashes: list[BlockHash], idx: I64, count: int) -> list[BlockHash]:
@@ -104,6 +108,16 @@ class CPUOffloadingManager(OffloadingManager):
     """
 
     medium = "CPU"
+    #: Named views of the arenas (``_bind_views``).
+    _meta: npt.NDArray[Any]
+    _ts: npt.NDArray[Any]
+    _ref: npt.NDArray[Any]
+    _hpos: npt.NDArray[Any]
+    _free: npt.NDArray[Any]
+    _bprev: npt.NDArray[Any]
+    _bnext: npt.NDArray[Any]
+    _lst: npt.NDArray[Any]
+    _gnext: npt.NDArray[Any]
     #: Whether calls read the list directly (tests switch it off to cover the slow path).
     direct: bool = LAYOUT_OK
 
@@ -176,24 +190,23 @@ class CPUOffloadingManager(OffloadingManager):
 
     def _bind_views(self) -> None:
         """Named views of the arenas (same memory), for introspection; from the one
-        layout table, so a copy (``__deepcopy__``) binds them to its own arrays."""
+        layout table (spans computed once per shape), so a copy (``__deepcopy__``) binds
+        them to its own arrays."""
+        shape = (self.num_blocks, self._ghosts)
+        spans = _VIEW_SPANS.get(shape)
+        if spans is None:
+            spans = _VIEW_SPANS[shape] = [(f"_{name}", L.ARENA_OF[name], slice(*span(FIELDS[name], *shape)))
+                                          for name in _BOUND_VIEWS]
         arenas = (self._a64, self._a32, self._a8)
-        cap, ghosts = self.num_blocks, self._ghosts
-        view = {name: arenas[L.ARENA_OF[name]][slice(*span(FIELDS[name], cap, ghosts))] for name in FIELDS}
-        self._meta = view["meta"]
-        self._ts = view["ts"]
-        self._ref = view["ref"]
-        self._hpos = view["hpos"]
-        self._free = view["free"]
-        self._bprev = view["bprev"]
-        self._bnext = view["bnext"]
-        self._lst = view["lst"]
+        for attribute, arena, where in spans:
+            setattr(self, attribute, arenas[arena][where])
 
     def __deepcopy__(self, memo: dict[int, Any]) -> CPUOffloadingManager:
         """An independent manager in the same state (the model checker snapshots states
         with it): every array copied, the named views bound to the copies."""
-        new = copy.copy(self)
-        for name in ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects", "_q", "_io"):
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        for name in _ARRAYS:
             setattr(new, name, getattr(self, name).copy())
         new._events = list(self._events)
         new._bind_views()
@@ -430,37 +443,61 @@ class CPUOffloadingManager(OffloadingManager):
 
     def ghost_lists(self) -> list[list[BlockHash]]:
         """The hashes of each ghost list, oldest first (ARC's B1 and B2, S3-FIFO's G; empty
-        for LRU and SIEVE): O(ghosts), read from the ghost chains."""
+        for LRU and SIEVE): O(ghosts), read from the ghost chains, every key row in one gather."""
+        return self._ghost_lists(self._meta.tolist())
+
+    def _ghost_lists(self, meta: list[int]) -> list[list[BlockHash]]:
+        """``ghost_lists`` from ``meta`` read as a list."""
         cap = self.num_blocks
-        ghosts: list[list[BlockHash]] = []
+        gnext = self._gnext.tolist()
+        chains: list[list[int]] = []
         for g in range(L.LIST_COUNT):
-            chain, nd = [], int(self._meta[ghost_slot(g, GHOST_HEAD)])
-            gnext = self._a32[slice(*span(FIELDS["gnext"], cap, self._ghosts))]
+            chain, nd = [], meta[ghost_slot(g, GHOST_HEAD)]
             while nd >= 0:
-                row = self._keys[nd]
-                chain.append(BlockHash(row[1:].tobytes()[: int(row[0]) & L.LOW_HALF]))  # row_head: tag above
-                nd = int(gnext[nd - cap])
-            ghosts.append(chain)
-        return ghosts
+                chain.append(nd)
+                nd = gnext[nd - cap]
+            chains.append(chain)
+        nodes = chains[0] + chains[1]
+        if not nodes:
+            return [[], []]
+        data = self._keys[nodes].tobytes()
+        width = self._keys.shape[1] * 8
+        hashes = []
+        for start in range(0, len(data), width):  # row_head: the length in the low half, a tag above
+            length = int.from_bytes(data[start : start + 8], sys.byteorder) & L.LOW_HALF
+            hashes.append(BlockHash(data[start + 8 : start + 8 + length]))
+        return [hashes[: len(chains[0])], hashes[len(chains[0]) :]]
 
     def policy_view(self) -> dict[str, Any]:
         """The policy's state in the contract's terms, for tests: ``lists`` (the hashes of
         each recency list, oldest first: LRU's order, ARC's T1 and T2, S3-FIFO's S and M,
         SIEVE's Q), ``ghosts`` (B1 and B2 / S3-FIFO's G, oldest first), ``marks`` (S3-FIFO's
         counters, SIEVE's bits, by hash) and ``hand`` (SIEVE's, a hash or ``None``)."""
+        lists, ghosts, marks, hand, _p, _free = self.logical_state()
+        return {"lists": [[h for h, _ref in listed] for listed in lists], "ghosts": [list(g) for g in ghosts],
+                "marks": dict(marks), "hand": hand}
+
+    def logical_state(self) -> tuple[Any, ...]:
+        """The whole logical state as one hashable tuple: ``(lists, ghosts, marks, hand, p,
+        free blocks)``, each recency list oldest first as ``(hash, ref_cnt)`` pairs, each
+        ghost list oldest first, ``marks`` as ``(hash, mark)`` pairs in block order. Block
+        ids, timestamps and table slots are left out (the model checker keys states by it:
+        two managers with equal logical states answer every call alike)."""
         cap = self.num_blocks
-        blk, ts = self._lst[:cap], self._ts[:cap]
-        lists = []
-        for h in range(L.LIST_COUNT):
-            ids = np.flatnonzero(blk == L.T1 + h)
-            lists.append([self._objects[i] for i in ids[np.argsort(ts[ids], kind="stable")].tolist()])
-        ghosts = self.ghost_lists()
-        marks: dict[BlockHash, int] = {}
-        if L.mark_bytes(int(self._meta[L.POLICY]), cap):
-            mark = self._a8[len(self._a8) - cap :]
-            marks = {self._objects[i]: int(mark[i]) for i in np.flatnonzero((blk == L.T1) | (blk == L.T2)).tolist()}
-        hand = int(self._meta[L.HAND])
-        return {"lists": lists, "ghosts": ghosts, "marks": marks, "hand": None if hand < 0 else self._objects[hand]}
+        blk, ts, ref = self._lst[:cap].tolist(), self._ts[:cap].tolist(), self._ref[:cap].tolist()
+        objects = self._objects
+        lists = tuple(
+            tuple((objects[i], ref[i]) for i in sorted((i for i in range(cap) if blk[i] == tag), key=ts.__getitem__))
+            for tag in range(L.T1, L.T1 + L.LIST_COUNT)
+        )
+        meta = self._meta.tolist()
+        ghosts = tuple(tuple(chain) for chain in self._ghost_lists(meta))
+        marks: tuple[tuple[BlockHash, int], ...] = ()
+        if L.mark_bytes(meta[L.POLICY], cap):
+            mark = self._a8[len(self._a8) - cap :].tolist()
+            marks = tuple((objects[i], mark[i]) for i in range(cap) if blk[i] in (L.T1, L.T2))
+        hand = meta[L.HAND]
+        return lists, ghosts, marks, None if hand < 0 else objects[hand], float(self._pf[0]), meta[NFREE]
 
     @property
     def arc_target(self) -> float:

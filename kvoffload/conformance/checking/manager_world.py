@@ -51,11 +51,13 @@ ManagerOp = tuple[str, tuple[bytes, ...], bool]
 
 
 def distinguished_text(distinguished: int) -> str:
-    relations = ["h0", "h1 shares h0's first 8 bytes", "h2 is a prefix of h0"][:distinguished]
-    return f"{', '.join(relations)}, the rest are" if distinguished else "all"
+    """Free hashes share a 16-byte head; the distinguished one (``symmetry.HEAD``) is that head."""
+    if distinguished:
+        return "h0 is the 16-byte head every other hash starts with (a prefix: I8), the rest share it and are"
+    return "all share their first 16 bytes and are all"
 
 
-def manager_alphabet_text(hashes: int, touch_max: int, store_max: int, max_pins: int, distinguished: int = 3) -> str:
+def manager_alphabet_text(hashes: int, touch_max: int, store_max: int, max_pins: int, distinguished: int = DISTINGUISHED) -> str:
     return (
         f"hashes H=h0..h{hashes - 1} ({distinguished_text(distinguished)} "
         f"interchangeable: symmetry-reduced); calls: touch(1..{touch_max} distinct of H, ordered), "
@@ -140,7 +142,7 @@ class ManagerWorld(Reproducing):
         self.touch_max = touch_max
         self.store_max = store_max
         self.max_pins = max_pins
-        self.fixed = distinguished  # pool[:fixed] keep their names (h0, h1, h2: I8)
+        self.fixed = distinguished  # pool[:fixed] keep their names (h0, the shared head: I8)
         self._log: CallLog | None = None  # the reproduction's names, built on the way to a failure
         self.judge = ManagerJudge(capacity, policy, True, self._name, sources=False)
         self.target: Any = build()
@@ -153,7 +155,7 @@ class ManagerWorld(Reproducing):
         #: The target's whole state is in its key (``policy_state.manager_key``): lookups, pure
         #: (M1), are judged once per new state (``settle``) and a merged state needs no probe.
         self.clonable = _clonable(self.target)  # of reference parts alone: copied field by field
-        self.exact = hasattr(self.target, "policy_view") or self.clonable
+        self.exact = hasattr(self.target, "logical_state") or self.clonable
         self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
     @property
@@ -205,7 +207,12 @@ class ManagerWorld(Reproducing):
             return None
         new = shallow(self)
         try:
-            new.target = clone_reference_manager(self.target) if self.clonable else copy.deepcopy(self.target)
+            target = self.target
+            if self.clonable:
+                new.target = clone_reference_manager(target)
+            else:  # the production manager's own __deepcopy__ directly (deepcopy's dispatch is not free)
+                copier = getattr(target, "__deepcopy__", None)
+                new.target = copier({}) if copier is not None else copy.deepcopy(target)
         except Exception:  # a target that cannot be copied is rebuilt by replay instead
             self.copyable = False
             return None

@@ -17,9 +17,10 @@ state is kept once, and a violation is reported as the SHORTEST call sequence re
 it, read off the parent pointers and replayed on a fresh model and target (so the
 reproduction is checked once more without copies). Soundness rests on two assumptions,
 both stated in the README: the target is deterministic in the calls it received, and
-its behaviour depends on a hash only through equality and the relations the distinguished
-hashes model (a 64-bit fingerprint shared, a prefix), so renaming the other hashes maps
-behaviours onto behaviours.
+its behaviour depends on a hash only through equality and the relations the alphabet
+models (every free hash shares one 16-byte head; the distinguished hash is that head, a
+prefix of each), so renaming the free hashes maps behaviours onto behaviours. Expanding a
+state forks its world once per call but the last, which takes the world itself.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class World(Protocol[Op]):  # pragma: no cover - a protocol
     def hashes_in_state(self) -> int: ...
     def settle(self) -> None: ...
     exact: bool
+    copyable: bool  # fork() still copies (False once a copy failed: states are rebuilt by replay)
 
 
 class Reproducing:
@@ -184,8 +186,11 @@ def explore(
         following: list[tuple[Hashable, World[Op]]] = []
         for key, world in frontier:
             path: list[Op] | None = None
-            for op in world.enabled():
-                child = world.fork() if snapshots else None
+            ops = world.enabled()
+            for index, op in enumerate(ops):
+                # the last call takes the expanded world itself: nothing reads it afterwards
+                last = snapshots and index == len(ops) - 1 and world.copyable
+                child = world if last else world.fork() if snapshots else None
                 if child is None:
                     path = _path_to(parents, key) if path is None else path
                     child = _rebuild(make_world, path)

@@ -47,11 +47,19 @@ def ghost_capacity(policy: str, capacity: int) -> int:
     return 0
 
 
+_FIELDS_OF: dict[type, tuple[str, ...]] = {}  # by the policy's own type (``_fields``, once per type)
+
+
 def _fields(policy: Any) -> tuple[str, ...]:
-    for cls in type(policy).__mro__:  # subclasses (planted bugs, production) keep the fields
+    kind = type(policy)
+    found = _FIELDS_OF.get(kind)
+    if found is not None:
+        return found
+    for cls in kind.__mro__:  # subclasses (planted bugs, production) keep the fields
         if cls in FIELDS:
-            return FIELDS[cls]
-    raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
+            found = _FIELDS_OF[kind] = FIELDS[cls]
+            return found
+    raise TypeError(f"{kind.__name__} is not an exact reference policy the checker knows")
 
 
 def plain_policy(policy: Any) -> bool:
@@ -69,21 +77,21 @@ def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
 
 
 def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
-    """The whole logical state of a manager exposing ``policy_view`` (the production
+    """The whole logical state of a manager exposing ``logical_state`` (the production
     manager: recency lists with ref counts, ghost lists, marks, hand, ARC's ``p``, free
     blocks), hashes renamed by ``name``; else ``readable_key`` and the backend's counts
     (a leaked block shows there). Block ids are left out:
     they are handles a target treats alike (README, "Model checking": block-id symmetry)."""
-    view = getattr(target, "policy_view", None)
-    if view is None:  # a manager of reference parts: its policy, and its backend's blocks up to renaming
+    state = getattr(target, "logical_state", None)
+    if state is None:  # a manager of reference parts: its policy, and its backend's blocks up to renaming
         backend = getattr(target, "backend", None)
         handed_out = len(getattr(backend, "_handed_out", ()))
         return readable_key(target, name), backend and (backend.get_num_free_blocks(), handed_out)
-    state, refs = view(), {h: int(b.ref_cnt) for h, b in target.blocks().items()}
-    return (tuple(tuple((name(h), refs.get(h)) for h in hashes) for hashes in state["lists"]),
-            tuple(tuple(map(name, hashes)) for hashes in state["ghosts"]),
-            tuple(sorted((name(h), mark) for h, mark in state["marks"].items())),
-            None if state["hand"] is None else name(state["hand"]), target.arc_target, target.get_num_free_blocks())
+    lists, ghosts, marks, hand, p, free = state()
+    return (tuple(tuple((name(h), ref) for h, ref in listed) for listed in lists),
+            tuple(tuple(map(name, chain)) for chain in ghosts),
+            tuple(sorted((name(h), mark) for h, mark in marks)),
+            None if hand is None else name(hand), p, free)
 
 
 def held(policy: Any) -> set[bytes]:
@@ -101,7 +109,7 @@ def _entry_key(value: Any) -> Hashable:
     if value is None:
         return None
     if isinstance(value, BlockStatus):
-        return int(value.ref_cnt)
+        return value.ref_cnt  # a ctypes int field: already an int
     counter = getattr(value, "freq", getattr(value, "visited", None))
     return (int(value.block.ref_cnt), counter)
 
@@ -112,7 +120,7 @@ def policy_key(policy: Any, name: Callable[[bytes], int]) -> tuple[Hashable, ...
     for field in _fields(policy):
         value = getattr(policy, field)
         if isinstance(value, dict):
-            key.append(tuple((name(h), _entry_key(v)) for h, v in value.items()))
+            key.append(tuple([(name(h), _entry_key(v)) for h, v in value.items()]))
         elif isinstance(value, bytes):
             key.append(name(value))
         else:
@@ -144,5 +152,11 @@ def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
     for field in _fields(policy):
         value = getattr(policy, field)
         if isinstance(value, dict):
-            setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
+            entries = list(value.values())
+            if field in _GHOST_FIELDS:  # ghosts map to None: nothing to remap
+                setattr(new, field, value.copy())
+            elif not entries or type(entries[0]) is BlockStatus:  # one field holds one kind of entry
+                setattr(new, field, OrderedDict(zip(value, [blocks[id(entry)] for entry in entries])))
+            else:
+                setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
     return new

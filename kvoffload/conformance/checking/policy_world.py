@@ -90,7 +90,7 @@ class PolicyWorld(Reproducing):
         self.policy = policy
         self.pool = hashes
         self.touch_max = touch_max
-        self.fixed = distinguished  # pool[:fixed] keep their names (h0, h1, h2: I8)
+        self.fixed = distinguished  # pool[:fixed] keep their names (h0, the shared head: I8)
         self.model: Any = make_reference_policy(policy, capacity)
         self.target: Any = build()
         self.blocks: dict[bytes, BlockStatus] = {}

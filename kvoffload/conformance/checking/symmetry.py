@@ -1,12 +1,17 @@
 """The model checker's hash alphabet and its symmetry reduction (issue 15).
 
-The alphabet has up to three distinguished hashes (``--distinguished``), kept apart from all others because a target
-may confuse them (I8): h0 (32 bytes), h1 (shares h0's first 8 bytes: a 64-bit fingerprint
-collision) and h2 (h0's first 16 bytes: a prefix of h0). Every further hash is *free*:
-32 bytes, unrelated to all others in its first 8 bytes, so a conforming target treats the
-free hashes alike. Two states that differ only by a renaming of free hashes are one state
-(``canonical``), and a call that uses a free hash absent from the state is generated only
-for the first such hashes, in order (``canonical_calls``): renaming maps it onto the others.
+Every *free* hash is 32 bytes and they all share one 16-byte head (``HEAD``), so every
+pair of free hashes shares its first 8 and its first 16 bytes: a target that keys on a
+prefix of the bytes (a 64-bit fingerprint of the first word, a 128-bit one) confuses
+every pair (I8), with every hash interchangeable already. The one *distinguished* hash
+(``--distinguished 1``) is ``HEAD`` itself: a prefix of every free hash (I8's prefix
+case), kept apart from the others by name. A conforming target treats the free hashes
+alike, so two states that differ only by a renaming of free hashes are one state
+(``Relabel``), and a call that uses a free hash absent from the state is generated only
+for the first such hashes, in order (``canonical_calls``): renaming maps it onto the
+others. The production manager's own fingerprint mixes every word, so a collision of
+its fingerprints is not an alphabet relation: ``impl.factories``' ``colliding_*``
+managers make every pair collide (again symmetric).
 """
 
 from __future__ import annotations
@@ -14,42 +19,43 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 
-__all__ = ["DISTINGUISHED", "hash_alphabet", "Relabel", "canonical_calls"]
+__all__ = ["DISTINGUISHED", "HEAD", "hash_alphabet", "Relabel", "canonical_calls"]
 
-_BASE = bytes.fromhex("00112233445566778899aabbccddeeff0123456789abcdeffedcba9876543210")
-#: h0, h1 (fingerprint collision with h0), h2 (prefix of h0).
-DISTINGUISHED = 3
+#: The 16 bytes every free hash starts with; the distinguished hash is this head alone.
+HEAD = bytes.fromhex("00112233445566778899aabbccddeeff")
+#: At most one distinguished hash: ``HEAD``, a prefix of every free hash.
+DISTINGUISHED = 1
 
 
 def hash_alphabet(size: int = 3, distinguished: int = DISTINGUISHED) -> list[bytes]:
-    """``size`` hashes: the first ``distinguished`` of h0, h1, h2 as above, then free
-    hashes (all of them free with ``distinguished=0``: no I8 relation in the alphabet)."""
+    """``size`` hashes: ``HEAD`` first if ``distinguished`` is 1, then free hashes
+    (``HEAD`` + 16 bytes of their own; all of them free with ``distinguished=0``)."""
     if size < 1:
         raise ValueError(f"the hash alphabet needs at least 1 hash, not {size}")
     if not 0 <= distinguished <= DISTINGUISHED:
         raise ValueError(f"distinguished={distinguished} is not in 0..{DISTINGUISHED}")
-    fixed = [_BASE, _BASE[:8] + bytes(range(0xE0, 0xF8)), _BASE[:16]][:distinguished]
-    free = [bytes([0x40 + i]) + bytes(range(0x41, 0x60)) for i in range(max(0, size - distinguished))]
+    fixed = [HEAD][:distinguished]
+    free = [HEAD + bytes([0x40 + i]) + bytes(range(0x41, 0x50)) for i in range(max(0, size - distinguished))]
     return (fixed + free)[:size]
 
 
-class Relabel:
+class Relabel(dict[bytes, int]):
     """Renames hashes to small ints: distinguished ones to their index, free ones by
-    first occurrence, so equal-up-to-renaming states get equal keys."""
+    first occurrence, so equal-up-to-renaming states get equal keys. A dict whose missing
+    keys get the next label: ``name(h)`` of a known hash is one C-level lookup (the
+    checker renames every hash of every state it reaches)."""
 
     def __init__(self, distinguished: Sequence[bytes]) -> None:
-        self.labels: dict[bytes, int] = {h: i for i, h in enumerate(distinguished)}
-        self._next = len(distinguished)
+        super().__init__((h, i) for i, h in enumerate(distinguished))
 
-    def __call__(self, h: bytes) -> int:
-        label = self.labels.get(h)
-        if label is None:
-            label = self.labels[h] = self._next
-            self._next += 1
+    def __missing__(self, h: bytes) -> int:
+        label = self[h] = len(self)
         return label
 
+    __call__ = dict.__getitem__
+
     def many(self, hashes: Iterable[bytes]) -> tuple[int, ...]:
-        return tuple(self(h) for h in hashes)
+        return tuple(map(self, hashes))
 
 
 def canonical_calls(
