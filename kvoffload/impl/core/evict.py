@@ -168,7 +168,9 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
             l_unlink(bprev, bnext, meta, h, victim)
         out_vic[k] = victim
         from_list[k] = h
-        prefetch(keys, victim)  # its key row is rehashed next
+        prefetch(keys, victim)  # its key row is rehashed next,
+        prefetch(lst, victim)  # its list kind freed,
+        prefetch(ts, victim)  # and its stamp renewed when its block is stored again
     for j in range(ns):
         heap_push(hts, hnode, hpos, ts, meta, lst[side[j]] - T1, side[j])
     for j in range(nl - 1, -1, -1):  # protected heads back in front, in their order
