@@ -154,8 +154,8 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
     for k in range(n):
         e1 = meta[lslot(LIST_T1, LIST_HEAD)]
         # The steady state, without a call: T1's (LRU's) head is idle, unprotected, no heap
-        # competes, and (ARC) T1 is at or above its target. Each array passed to a compiled
-        # call costs a ref-count round trip, per victim here.
+        # competes, and (ARC) T1 is at or above its target: tested here, per victim, before
+        # the general ``pick_victim``.
         if e1 >= 0 and ref[e1] == 0 and prot[e1] == 0 and meta[HS0 + LIST_T1] == 0 and (not arc or meta[N1 + LIST_T1] - t1_taken >= target):
             victim, h = e1, LIST_T1
         else:
@@ -232,7 +232,7 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list):  # type: ig
         bound = meta[GBOUND + g]
         if bound == 0:  # LRU, SIEVE, S3-FIFO's M: the hash is forgotten
             table_delete(table, shift, s)
-        else:  # A5, F6: the newest ghost of list g under its own tag (written out: see above)
+        else:  # A5, F6: the newest ghost of list g under its own tag
             if meta[gslot(g, GHOST_SIZE)] >= bound:  # the list is full: its oldest ghost goes
                 g_drop(table, meta, lst, gprev, gnext, gfree, gtag, meta[gslot(g, GHOST_HEAD)], -1)
                 if (table[s] & _LO32) != np.uint64(nd + 1):  # the drop shifted our slot back

@@ -39,5 +39,6 @@ def leaf(**options: Any) -> Callable[[Any], Any]:
     reference count (an atomic, out-of-line ``NRT_incref`` / ``NRT_decref``) on every
     call, and so does every IR-inlined one (``inline="always"``) inside a counting caller:
     ~30 ns per block in a per-block loop calling list or table helpers, more than the
-    work itself. A leaf has none (its caller holds the arrays for the call)."""
+    work itself, under numba 0.68 (the dev environment; vLLM's 0.65 showed no such cost).
+    A leaf has none (its caller holds the arrays for the call)."""
     return kernel(_nrt=False, **options)

@@ -92,8 +92,7 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
                     h = LIST_T2
             moved = True
         # M5.2: a pending block at the most recent end of T1 (L1, A2, V2; S3-FIFO's S or M:
-        # F2); written out here, not in a helper: each array passed to a compiled call
-        # costs a ref-count round trip
+        # F2)
         meta[NFREE] -= 1
         b = free[meta[NFREE]]
         _copy_key(keys, b, q, i, lens[i], tags[i])
