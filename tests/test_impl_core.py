@@ -62,6 +62,21 @@ def test_layout_fields_tile_each_arena_without_gaps_or_overlaps() -> None:
     assert (manager._a64.size, manager._a32.size, manager._a8.size) == layout.arena_sizes(cap, 2 * cap)
 
 
+def test_per_block_helpers_are_leaves_without_reference_counting() -> None:
+    """``jit.leaf``: the helpers called once per block (lists, table, ghosts, heaps, the
+    victim choice and the touch walk) compile without numba's reference counting, whose
+    atomic incref/decref per array argument cost more than their work."""
+    from kvoffload.impl.core import evict, ghosts, heap, lists, ops, table
+
+    helpers = (lists.l_append, lists.l_prepend, lists.l_unlink, table.same_key, table.find, table.slot_of,
+               table.table_delete, table.find_chunk, ghosts.g_drop, ghosts.g_append, heap.heap_push,
+               heap.heap_remove, evict.pick_victim, evict._prefetch_group, ops._renew_all)
+    assert all(helper.targetoptions.get("_nrt") is False for helper in helpers)
+    # The entry points and whatever allocates or returns views keep it.
+    assert ops.touch.targetoptions.get("_nrt", True) is not False
+    assert evict.apply_victims.targetoptions.get("_nrt", True) is not False
+
+
 def test_result_codes_are_distinct_from_counts_and_each_other() -> None:
     slow = set(layout.SLOW_PATH)
     assert len(slow) == 3 and all(code < 0 for code in slow)

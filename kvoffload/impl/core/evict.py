@@ -25,7 +25,7 @@ import numpy as np
 
 from .ghosts import g_append, g_drop, gslot
 from .heap import heap_push, heap_remove, heap_top
-from .jit import kernel
+from .jit import kernel, leaf
 from .layout import (
     B1,
     CAP,
@@ -58,7 +58,7 @@ __all__ = ["evict"]
 
 
 # --------------------------------------------------------------------------- 1. protect
-@kernel()
+@leaf()
 def protect(nodes, cap, lst, ref, prot):  # type: ignore[no-untyped-def]
     """Mark the batch's present blocks unevictable (M5.4); the number of them that are idle."""
     idle = 0
@@ -71,7 +71,7 @@ def protect(nodes, cap, lst, ref, prot):  # type: ignore[no-untyped-def]
     return idle
 
 
-@kernel()
+@leaf()
 def unprotect(nodes, cap, prot):  # type: ignore[no-untyped-def]
     """Undo :func:`protect`."""
     for i in range(nodes.shape[0]):
@@ -81,7 +81,7 @@ def unprotect(nodes, cap, prot):  # type: ignore[no-untyped-def]
 
 
 # --------------------------------------------------------------------------- 2. choose
-@kernel(inline="always")  # per element: an out-of-line call passes every array field
+@leaf()
 def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[no-untyped-def]
     """Least-recent unprotected block of heap ``h`` (protected tops are set aside in ``side``)."""
     while True:
@@ -93,7 +93,7 @@ def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[
         ns += 1
 
 
-@kernel(inline="always")  # per element: an out-of-line call passes every array field
+@leaf()
 def _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl):  # type: ignore[no-untyped-def]
     """Head of list ``h`` after parking its non-evictable head blocks (for good: they come
     back through the heap) and setting its protected idle ones aside in ``lside``."""
@@ -112,7 +112,7 @@ def _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl):  # type:
             return nd, nl
 
 
-@kernel(inline="always")  # per element: an out-of-line call passes every array field
+@leaf()
 def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """Oldest unprotected eligible block of list ``h`` (L3, A4), or -1: ``(node, ns, nl)``."""
     m, nl = _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl)
@@ -122,7 +122,7 @@ def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, 
     return m, ns, nl
 
 
-@kernel(inline="always")  # per element: an out-of-line call passes every array field
+@leaf()
 def pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """P5: the policy's next victim ``(node, list id, ns, nl)``; LRU: the oldest of its list;
     ARC (A4): T1's oldest while |T1| (less victims taken from it) >= floor(p), else T2's."""
@@ -154,8 +154,8 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
     for k in range(n):
         e1 = meta[lslot(LIST_T1, LIST_HEAD)]
         # The steady state, without a call: T1's (LRU's) head is idle, unprotected, no heap
-        # competes, and (ARC) T1 is at or above its target. Each array passed to a compiled
-        # call costs a ref-count round trip, per victim here.
+        # competes, and (ARC) T1 is at or above its target: tested here, per victim, before
+        # the general ``pick_victim``.
         if e1 >= 0 and ref[e1] == 0 and prot[e1] == 0 and meta[HS0 + LIST_T1] == 0 and (not arc or meta[N1 + LIST_T1] - t1_taken >= target):
             victim, h = e1, LIST_T1
         else:
@@ -168,7 +168,9 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
             l_unlink(bprev, bnext, meta, h, victim)
         out_vic[k] = victim
         from_list[k] = h
-        prefetch(keys, victim)  # its key row is rehashed next
+        prefetch(keys, victim)  # its key row is rehashed next,
+        prefetch(lst, victim)  # its list kind freed,
+        prefetch(ts, victim)  # and its stamp renewed when its block is stored again
     for j in range(ns):
         heap_push(hts, hnode, hpos, ts, meta, lst[side[j]] - T1, side[j])
     for j in range(nl - 1, -1, -1):  # protected heads back in front, in their order
@@ -177,7 +179,7 @@ def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # typ
 
 
 # --------------------------------------------------------------------------- 3. apply
-@kernel()
+@leaf()
 def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, lo, hi, vtags, nxt):  # type: ignore[no-untyped-def]
     """Victims ``lo … hi-1``'s tags (from their rows) into ``vtags``, prefetching their home slots and, for
     ARC and S3-FIFO, the ghosts their trims may drop (``nxt``: the next such ghost of B1 / B2)."""
@@ -203,7 +205,7 @@ def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_li
         nxt[g] = gnext[x]
 
 
-@kernel(inline="always")
+@leaf()
 def _copy_row(keys, dst, src):  # type: ignore[no-untyped-def]
     """Row ``dst`` of ``keys`` := row ``src``."""
     for j in range(keys.shape[1]):
@@ -230,7 +232,7 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list):  # type: ig
         bound = meta[GBOUND + g]
         if bound == 0:  # LRU, SIEVE, S3-FIFO's M: the hash is forgotten
             table_delete(table, shift, s)
-        else:  # A5, F6: the newest ghost of list g under its own tag (written out: see above)
+        else:  # A5, F6: the newest ghost of list g under its own tag
             if meta[gslot(g, GHOST_SIZE)] >= bound:  # the list is full: its oldest ghost goes
                 g_drop(table, meta, lst, gprev, gnext, gfree, gtag, meta[gslot(g, GHOST_HEAD)], -1)
                 if (table[s] & _LO32) != np.uint64(nd + 1):  # the drop shifted our slot back

@@ -9,7 +9,7 @@ maximum stamp and unlinks keep the order, so the head is the list's oldest block
 
 from __future__ import annotations
 
-from .jit import kernel
+from .jit import kernel, leaf
 from .layout import LIST_HEAD, LIST_TAIL, list_slot
 
 #: ``lslot(h, part)``: ``layout.list_slot`` for compiled code.
@@ -54,10 +54,8 @@ def _unlink(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
         meta[lslot(h, LIST_TAIL)] = p
 
 
-l_append = kernel()(_append)
-l_prepend = kernel()(_prepend)
-l_unlink = kernel()(_unlink)
-#: The same, inlined into the caller's IR: no reference-count round trip per array
-#: argument, which a per-block loop pays on every out-of-line call (S3-FIFO's F5 walk).
-l_append_inline = kernel(inline="always")(_append)
-l_unlink_inline = kernel(inline="always")(_unlink)
+# Leaves (``jit.leaf``): no reference-count round trip per call, which a per-block loop
+# would pay for each of the three arrays.
+l_append = leaf()(_append)
+l_prepend = leaf()(_prepend)
+l_unlink = leaf()(_unlink)

@@ -18,9 +18,9 @@ import numpy as np
 
 from .evict import candidate
 from .heap import heap_push, heap_remove
-from .jit import kernel
+from .jit import kernel, leaf
 from .layout import CLOCK, ELIG, HS0, IN_LIST, LIST_HEAD, LIST_T1, LIST_T2, LIST_TAIL, N1, SMALL, T1, T2
-from .lists import l_append_inline, l_prepend, l_unlink_inline, lslot
+from .lists import l_append, l_prepend, l_unlink, lslot
 from .marks import marks_of
 from .state import unpack
 from .table import prefetch
@@ -28,16 +28,16 @@ from .table import prefetch
 __all__ = ["s3fifo_choose"]
 
 
-@kernel(inline="always")
+@leaf()
 def _take(hts, hnode, hpos, bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     """Take block ``nd`` out of list ``h`` or its heap."""
     if hpos[nd] >= 0:
         heap_remove(hts, hnode, hpos, meta, h, nd)
     else:
-        l_unlink_inline(bprev, bnext, meta, h, nd)
+        l_unlink(bprev, bnext, meta, h, nd)
 
 
-@kernel(inline="always")
+@leaf()
 def _to_main(ts, hpos, lst, bprev, bnext, meta, nd):  # type: ignore[no-untyped-def]
     """Append ``nd`` (taken out of its list) at M's newest end with a new stamp."""
     if lst[nd] == T1:
@@ -47,10 +47,10 @@ def _to_main(ts, hpos, lst, bprev, bnext, meta, nd):  # type: ignore[no-untyped-
     meta[CLOCK] += 1
     ts[nd] = meta[CLOCK]
     hpos[nd] = IN_LIST
-    l_append_inline(bprev, bnext, meta, LIST_T2, nd)
+    l_append(bprev, bnext, meta, LIST_T2, nd)
 
 
-@kernel(inline="always")
+@leaf()
 def _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, h):  # type: ignore[no-untyped-def]
     """F5 for a run of used blocks at the head of list ``h`` (S: promoted, mark cleared; M:
     aged, mark less one), as many ``_take`` + ``_to_main`` steps one block at a time would
@@ -90,7 +90,7 @@ def _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, h):  # type: ignore
     meta[N1 + LIST_T2] += moved
 
 
-@kernel(inline="always")
+@leaf()
 def _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """F5 on S: its oldest eligible block leaves if unused, or moves to M (runs of used
     blocks at S's head at once): ``(victim or -1 if S has no eligible block, ns, nl)``."""
@@ -112,7 +112,7 @@ def _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, met
         _to_main(ts, hpos, lst, bprev, bnext, meta, e)
 
 
-@kernel(inline="always")
+@leaf()
 def _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, e, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """F5 on M (CLOCK): a used block loses one count and goes to M's newest end (runs of
     them at M's head at once) until an unused one leaves: ``(victim, ns, nl)``. ``e``: M's
@@ -136,8 +136,9 @@ def _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta
 def s3fifo_choose(a64, a32, a8, keys, nprot, n, out_vic, from_list):  # type: ignore[no-untyped-def]
     """F5: take ``n`` victims (their list ids in ``from_list``; the caller checked that
     ``n`` eligible blocks exist), promoting and ageing on the way; marks of victims cleared.
-    The walks are inlined: an out-of-line call per block costs a reference-count round
-    trip per array argument, and each victim moves blocks of S and M on the way."""
+    The walks are leaves (``jit.leaf``): a counted call per block would cost a
+    reference-count round trip per array argument, and each victim moves blocks of S and
+    M on the way."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     marks = marks_of(a8, meta)
     side = np.empty(nprot, np.int64)

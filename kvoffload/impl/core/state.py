@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .batch import GATHER_BAD, GATHER_WIDE, gather
-from .jit import kernel
+from .jit import kernel, leaf
 from .layout import (
     BNEXT,
     BPREV,
@@ -89,7 +89,7 @@ def unpack_io(io):  # type: ignore[no-untyped-def]
     return io[:IO_INFO], io[o : o + b], io[o + b : o + 2 * b], io[o + 2 * b : o + 3 * b], io[o + 3 * b : o + 4 * b]
 
 
-@kernel()
+@leaf()
 def load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
     """Widest row in words (>= 1), or a GATHER_ code; reads the list at ``addr`` if non-zero."""
     if n > lens.shape[0] or n > q.shape[0] or n <= 0:

@@ -7,7 +7,7 @@ import numpy as np
 
 from .evict import evict
 from .ghosts import g_drop
-from .jit import kernel
+from .jit import kernel, leaf
 from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
 from .state import find_all, ghost_tags, load, unpack, unpack_io
@@ -16,7 +16,7 @@ from .table import _P1, _U32, find, home, row_head
 __all__ = ["prepare_store"]
 
 
-@kernel(inline="always")  # per element: an out-of-line call passes every array field
+@leaf()
 def _same_row(q, lens, i, j):  # type: ignore[no-untyped-def]
     """Batch hashes ``i`` and ``j`` are equal."""
     if lens[j] != lens[i]:
@@ -54,7 +54,7 @@ def select_absent(nodes, lst, tags, q, lens, n, out_idx):  # type: ignore[no-unt
     return m
 
 
-@kernel(inline="always")  # per element: an out-of-line call passes every array field
+@leaf()
 def _copy_key(keys, b, q, i, length, tag):  # type: ignore[no-untyped-def]
     """Row ``b`` of ``keys`` := ``[row_head(length, tag), words of batch hash i, zeros]``."""
     keys[b, 0] = row_head(length, tag)
@@ -65,7 +65,7 @@ def _copy_key(keys, b, q, i, length, tag):  # type: ignore[no-untyped-def]
         keys[b, j] = 0
 
 
-@kernel(inline="always")  # per element: an out-of-line call passes every array field
+@leaf()
 def _index(table, shift, tag, start, b):  # type: ignore[no-untyped-def]
     """Put block ``b`` under ``tag`` in the first empty slot from ``start`` on."""
     tmask = table.shape[0] - 1
@@ -92,8 +92,7 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
                     h = LIST_T2
             moved = True
         # M5.2: a pending block at the most recent end of T1 (L1, A2, V2; S3-FIFO's S or M:
-        # F2); written out here, not in a helper: each array passed to a compiled call
-        # costs a ref-count round trip
+        # F2)
         meta[NFREE] -= 1
         b = free[meta[NFREE]]
         _copy_key(keys, b, q, i, lens[i], tags[i])

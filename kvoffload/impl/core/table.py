@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .jit import TWIN, kernel
+from .jit import TWIN, kernel, leaf
 from .layout import HALF_BITS, LOW_HALF
 
 _P1 = np.uint64(0x9E3779B97F4A7C15)
@@ -64,7 +64,7 @@ def _twin_prefetch(ary: Any, i: Any) -> None:
 prefetch: Any = _twin_prefetch if TWIN else _compiled_prefetch()
 
 
-@kernel(inline="always")  # numba IR inlining: LLVM left it a call (~4 ns per hash)
+@leaf(inline="always")  # numba IR inlining: LLVM left it a call (~4 ns per hash)
 def fingerprint(words, row, col0, length, mask):  # type: ignore[no-untyped-def]
     """64-bit fingerprint of one hash (``words[row, col0:]``, ``length`` bytes)."""
     acc = np.uint64(length) * _P1
@@ -97,7 +97,7 @@ def row_head(length, tag):  # type: ignore[no-untyped-def]
     return (tag << _U32) | np.uint64(length)
 
 
-@kernel()
+@leaf()
 def same_key(keys, nd, q, i, length, tag):  # type: ignore[no-untyped-def]
     """Full comparison of stored hash ``nd`` and batch hash ``i`` of tag ``tag`` (I8)."""
     if keys[nd, 0] != row_head(length, tag):
@@ -108,7 +108,7 @@ def same_key(keys, nd, q, i, length, tag):  # type: ignore[no-untyped-def]
     return True
 
 
-@kernel()
+@leaf()
 def find(table, keys, shift, q, i, length, tag):  # type: ignore[no-untyped-def]
     """(slot, node) of batch hash ``i``; node -1 and the empty slot ending the probe if absent."""
     m = table.shape[0] - 1
@@ -124,13 +124,13 @@ def find(table, keys, shift, q, i, length, tag):  # type: ignore[no-untyped-def]
         s = (s + 1) & m
 
 
-@kernel()
+@leaf()
 def node_tag(keys, nd):  # type: ignore[no-untyped-def]
     """Table tag of stored hash ``nd`` (kept in its row: ``row_head``)."""
     return keys[nd, 0] >> _U32
 
 
-@kernel()
+@leaf()
 def slot_of(table, shift, tag, nd):  # type: ignore[no-untyped-def]
     m = table.shape[0] - 1
     s = home(tag, shift, np.uint64(m))
@@ -140,7 +140,7 @@ def slot_of(table, shift, tag, nd):  # type: ignore[no-untyped-def]
     return s
 
 
-@kernel()
+@leaf()
 def table_delete(table, shift, s):  # type: ignore[no-untyped-def]
     """Remove slot ``s``, shifting later entries of its cluster back (no tombstones)."""
     m = table.shape[0] - 1
@@ -163,7 +163,7 @@ def table_delete(table, shift, s):  # type: ignore[no-untyped-def]
     table[i] = 0
 
 
-@kernel()
+@leaf()
 def find_chunk(table, keys, shift, mask, q, lens, lo, hi, tags, nodes, slots, lst, ref):  # type: ignore[no-untyped-def]
     """``find`` for batch hashes ``lo … hi-1`` (at most ``CHUNK``), overlapping cache misses.
 
