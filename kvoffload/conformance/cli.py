@@ -76,6 +76,8 @@ def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int |
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None
+    except ValueError as error:  # arguments that do not fit together (run_conformance says which)
+        raise click.UsageError(str(error)) from None
     click.echo(result.report())
     raise SystemExit(0 if result.ok else 1)
 
@@ -90,11 +92,8 @@ def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int |
 def manager(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
             seed: int, store_threshold: int, max_tracker_size: int | None, lru_order: str) -> None:
     """An OffloadingManager: M0-M10, I1-I8 (and L1-L3 / A1-A6 with --policy lru/arc; K1-K7 for vLLM's interface)."""
-    try:
-        _run("manager", factory, policy, strict, max_examples, steps, seed, interface, store_threshold,
-             max_tracker_size, lru_order)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
+    _run("manager", factory, policy, strict, max_examples, steps, seed, interface, store_threshold,
+         max_tracker_size, lru_order)
 
 
 @conform.command()
@@ -109,10 +108,7 @@ def backend(factory: str, strict: bool, max_examples: int | None, steps: int | N
 def policy(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
            seed: int, lru_order: str) -> None:
     """A CachePolicy: P1-P6 (and L1-L3 / A1-A6 with --policy lru/arc; K8 for vLLM's interface)."""
-    try:
-        _run("policy", factory, policy, strict, max_examples, steps, seed, interface, lru_order=lru_order)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
+    _run("policy", factory, policy, strict, max_examples, steps, seed, interface, lru_order=lru_order)
 
 
 conform.help = (conform.help or "") + "\n\nDefault budgets (examples x steps): " + ", ".join(

@@ -160,10 +160,16 @@ class ManagerMachine(ConformanceMachine):
         absent = self.absent()
         items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)), unique=True),
                           label="hashes")
+        self._store_and_complete(items, data, drawn_shape=True)
+
+    def _store_and_complete(self, items: list[bytes], data: st.DataObject, drawn_shape: bool = False) -> None:
+        """M5 of ``items``, then M6 of those it left pending (as a list, or a drawn shape):
+        ready blocks at once."""
         self._prepare_store(items, data)
         stored = [h for h in items if self.ref(h) == -1]
         if stored:
-            self.call("complete_store", stored, self.draw_kind(data, with_set=True), success=True)
+            shape = self.draw_kind(data, with_set=True) if drawn_shape else "list"
+            self.call("complete_store", stored, shape, success=True)
             self.exercised("M6", "C3")
 
     @rule(data=st.data())

@@ -240,10 +240,8 @@ class VllmPolicyView:
 
     def insert(self, block_hash: bytes, block: Any) -> None:
         self._sync()
-        if self.insert_takes_context:
-            _documented("insert", lambda: self.policy.insert(block_hash, block, self._ctx()))
-        else:
-            _documented("insert", lambda: self.policy.insert(block_hash, block))
+        context = (self._ctx(),) if self.insert_takes_context else ()  # 0.33 passes the request's
+        _documented("insert", lambda: self.policy.insert(block_hash, block, *context))
         self.seen[block_hash] = (block, int(block.ref_cnt))
 
     def remove(self, block_hash: bytes) -> None:

@@ -430,13 +430,6 @@ class VllmManagerMachine(ManagerMachine):
                                        unique=True), label=label)
             self._store_and_complete(items, data)
 
-    def _store_and_complete(self, items: list[bytes], data: st.DataObject) -> None:
-        """M5 of ``items``, then M6 of those it left pending: ready blocks at once."""
-        self._prepare_store(items, data)
-        stored = [h for h in items if self.ref(h) == -1]
-        if stored:
-            self.call("complete_store", stored, "list", success=True)
-
     # -- K4: metadata-only events ------------------------------------------------------------------
     @rule()
     def take_events(self) -> None:
