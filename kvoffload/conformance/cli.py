@@ -61,21 +61,19 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
     return decorate
 
 
-def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int | None,
-         steps: int | None, seed: int, interface: str = "contract", store_threshold: int = 1,
-         max_tracker_size: int | None = None, lru_order: str = "auto") -> None:
+def _run(kind: str, factory: str, **options: Any) -> None:
+    """``run_conformance`` with the command's options (named as its keywords) and report."""
     try:
         loaded = load_factory(factory)
     except FactoryLoadError as error:
         raise click.UsageError(str(error)) from None
     try:
-        result = run_conformance(kind, loaded, policy=policy, strict=strict, max_examples=max_examples,
-                                 steps=steps, seed=seed, progress=True, source=factory, interface=interface,
-                                 store_threshold=store_threshold, max_tracker_size=max_tracker_size,
-                                 lru_order=lru_order)
+        result = run_conformance(kind, loaded, progress=True, source=factory, **options)
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None
+    except ValueError as error:  # arguments that do not fit together (run_conformance says which)
+        raise click.UsageError(str(error)) from None
     click.echo(result.report())
     raise SystemExit(0 if result.ok else 1)
 
@@ -87,32 +85,23 @@ def _run(kind: str, factory: str, policy: str, strict: bool, max_examples: int |
 @click.option("--store-threshold", type=click.IntRange(min=0), default=1, show_default=True,
               help="2 or more: pass store_threshold to a vLLM-interface manager's factory and judge its "
                    "admission (N2); each example draws the threshold from this one to two above it.")
-def manager(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
-            seed: int, store_threshold: int, max_tracker_size: int | None, lru_order: str) -> None:
+def manager(factory: str, **options: Any) -> None:
     """An OffloadingManager: M0-M10, I1-I8 (and L1-L3 / A1-A6 with --policy lru/arc; K1-K7 for vLLM's interface)."""
-    try:
-        _run("manager", factory, policy, strict, max_examples, steps, seed, interface, store_threshold,
-             max_tracker_size, lru_order)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
+    _run("manager", factory, **options)
 
 
 @conform.command()
 @_options(with_policy=False)
-def backend(factory: str, strict: bool, max_examples: int | None, steps: int | None, seed: int) -> None:
+def backend(factory: str, **options: Any) -> None:
     """A Backend: B1-B4."""
-    _run("backend", factory, "any", strict, max_examples, steps, seed)
+    _run("backend", factory, interface="contract", **options)
 
 
 @conform.command()
 @_options(with_policy=True)
-def policy(factory: str, policy: str, interface: str, strict: bool, max_examples: int | None, steps: int | None,
-           seed: int, lru_order: str) -> None:
+def policy(factory: str, **options: Any) -> None:
     """A CachePolicy: P1-P6 (and L1-L3 / A1-A6 with --policy lru/arc; K8 for vLLM's interface)."""
-    try:
-        _run("policy", factory, policy, strict, max_examples, steps, seed, interface, lru_order=lru_order)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
+    _run("policy", factory, **options)
 
 
 conform.help = (conform.help or "") + "\n\nDefault budgets (examples x steps): " + ", ".join(

@@ -20,6 +20,7 @@ import attrs
 
 from ..spec import BlockStatus, CachePolicy, ContractViolation, ReferenceManager
 from ..spec.admission import ReferenceAdmission
+from ..spec.keyed import expected_lookup
 from ..spec.types import PrepareStoreOutput
 from .lockstep.adopting import AdoptingPolicy
 from .lockstep.strategies import ONE_SHOT_KINDS, OneShot, listed
@@ -541,6 +542,27 @@ class ManagerJudge:
             return Verdict(found, f"{why}, lookup([{self.name(h)}]) returned {got!r}, but {self.name(h)} is {state}",
                            f"{check} == {expected!r}")
         return None
+
+    def key_sweep(self, answers: Sequence[str], keys: Sequence[bytes], clauses: tuple[str, ...], why: str,
+                  var: str) -> Verdict | None:
+        """K1: ``answers``, the names of ``lookup(key, ctx)``'s answers for ``keys``, are HIT
+        where the model holds the key ready, HIT_PENDING where pending, MISS where absent."""
+        expected = [expected_lookup(self.ref(h)) for h in keys]
+        index = next((i for i, (a, b) in enumerate(zip(answers, expected)) if a != b), None)
+        if index is None:
+            return None
+        h, got, want = keys[index], answers[index], expected[index]
+        if got == "HIT" and want == "HIT_PENDING":
+            found = ("K1", "M1", *clauses)  # pending blocks are not readable
+        elif got == "HIT":
+            found = (*self.refine(clauses, h), "K1")
+        elif want in ("HIT", "MISS"):
+            found = (*clauses, "K1")  # the target lost a ready block, or still holds one the model dropped
+        else:
+            found = ("K1", *clauses)  # the answer itself is wrong (MISS or RETRY while pending)
+        state = {"MISS": "absent", "HIT_PENDING": "pending", "HIT": "ready"}[want]
+        return Verdict(found, f"{why}, lookup({self.name(h)}, ctx) answered {got}, but {self.name(h)} is {state}: "
+                       f"K1 expects {want}", f"{var}[{index}] == {want!r}")
 
     def prefix_lookups(self, target: Any, queries: Iterable[Sequence[bytes]], clause: str, why: str) -> Verdict | None:
         """M1 on longer queries: the longest prefix of ready hashes."""

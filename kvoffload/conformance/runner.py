@@ -152,6 +152,19 @@ def record_failure(
     result.message = unexpected + "".join(lines).strip()
 
 
+def run_machine(machine: type[ConformanceMachine], settings: hypothesis.settings, seed: int | None,
+                result: ConformanceResult, unexpected: str, *, full_traceback: bool) -> None:
+    """One hypothesis run of ``machine`` (seeded unless ``seed`` is ``None``); what it
+    raised goes into ``result`` (``record_failure``)."""
+    test = state_machine_test(machine, settings=settings)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
+    try:
+        test()
+    except Exception as error:
+        record_failure(result, error, unexpected, full_traceback=full_traceback)
+
+
 def conformance_settings(
     max_examples: int,
     steps: int,
@@ -227,17 +240,14 @@ def run_conformance(
         raise ValueError(f"N2: max_tracker_size={max_tracker_size!r} must be a positive integer")
     machine = machine_for(kind, reference, policy, strict, stats, interface, (store_threshold, max_tracker_size),
                           lru_order)
-    settings = conformance_settings(max_examples, steps, shrink=shrink)
-    test = hypothesis.seed(seed)(state_machine_test(machine, settings=settings))
     result = ConformanceResult(
         target=reference.source, kind=kind, policy=policy if kind != "backend" else "-", strict=strict,
         ok=True, seed=seed, interface=interface, lru_order=lru_order,
     )
     started = time.perf_counter()
     try:
-        test()
-    except Exception as error:
-        record_failure(result, error, "the suite stopped on an unexpected error: ", full_traceback=False)
+        run_machine(machine, conformance_settings(max_examples, steps, shrink=shrink), seed, result,
+                    "the suite stopped on an unexpected error: ", full_traceback=False)
     finally:
         stats.done()
     stats.record(result, time.perf_counter() - started)

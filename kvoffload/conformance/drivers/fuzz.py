@@ -19,14 +19,13 @@ from typing import Any
 
 import attrs
 import click
-import hypothesis
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from ...spec import POLICIES
 from ..loading import FactoryLoadError, builtin_source, load_factory
 from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
 from ..reports.result import ConformanceResult
-from ..runner import check_builds, conformance_settings, machine_for, record_failure, state_machine_test
+from ..runner import check_builds, conformance_settings, machine_for, run_machine
 
 __all__ = ["DEFAULT_DATABASE", "FuzzRound", "FuzzOutcome", "plan_rounds", "fuzz_machines", "fuzz_handler", "fuzz"]
 
@@ -134,17 +133,14 @@ def fuzz_machines(
         index += 1
         reference = FactoryRef.of(fuzz_round.factory, fuzz_round.source)
         machine = machine_for(kind, reference, fuzz_round.policy, fuzz_round.strict, stats)
-        test = state_machine_test(machine, settings=conformance_settings(max_examples, steps, database=database))
-        if seeds is not None:
-            test = hypothesis.seed(seeds.getrandbits(64))(test)
-        try:
-            test()
-        except Exception as error:
-            result = ConformanceResult(
-                target=fuzz_round.source, kind=kind, policy=fuzz_round.policy if kind != "backend" else "-",
-                strict=fuzz_round.strict, ok=False, seed=seed if seed is not None else -1,
-            )
-            record_failure(result, error, "the target raised an unexpected error: ", full_traceback=True)
+        result = ConformanceResult(
+            target=fuzz_round.source, kind=kind, policy=fuzz_round.policy if kind != "backend" else "-",
+            strict=fuzz_round.strict, ok=True, seed=seed if seed is not None else -1,
+        )
+        run_machine(machine, conformance_settings(max_examples, steps, database=database),
+                    seeds.getrandbits(64) if seeds is not None else None, result,
+                    "the target raised an unexpected error: ", full_traceback=True)
+        if not result.ok:
             outcome.result = result
         outcome.rounds = index
         outcome.seconds = time.perf_counter() - started
@@ -253,11 +249,9 @@ def fuzz(kind: str, target: str, policy: str | None, strict: bool, minutes: floa
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None
-    if outcome.result is not None:
-        click.echo(outcome.result.report())
-        click.echo("Make this a regression test: paste the reproduction into a test under tests/.")
-    elif outcome.handler_failure:
-        click.echo(outcome.handler_failure)
+    finding = outcome.result.report() if outcome.result is not None else outcome.handler_failure
+    if finding:
+        click.echo(finding)
         click.echo("Make this a regression test: paste the reproduction into a test under tests/.")
     click.echo(outcome.summary())
     raise SystemExit(0 if outcome.ok else 1)

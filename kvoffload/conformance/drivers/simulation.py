@@ -302,27 +302,25 @@ def run_simulation(
         if target.verdict is None:
             raise
         report.notes.append(f"the run stopped after the violation: {type(error).__name__}: {error}")
-        report.judged_calls, report.violation = target.judged_calls, target.verdict
-        return report
-    list(target.take_events())
-
-    # E2 through the public API: nothing is in flight, so every ready block is idle and
-    # evictable. The largest fresh batch that prepare_store accepts is free + ready.
-    ready = sum(target.lookup([block_hash]) for block_hash in seen)
-    report.ready_at_end = ready
-    for size in range(cap, -1, -1):
-        fresh = [b"\xfe\xed" + size.to_bytes(2, "little") + i.to_bytes(28, "little") for i in range(size)]
-        refill = target.prepare_store(fresh)
-        if refill is not None:
-            report.leaked = cap - size
-            evicted = set(refill.block_hashes_evicted)
-            if len(evicted) != ready or not evicted <= seen:
-                report.notes.append(
-                    f"E2: a refill of {size} evicted {len(evicted)} blocks but {ready} hashes were ready"
-                )
-                report.leaked = max(report.leaked, abs(len(evicted) - ready))
-            target.complete_store(fresh, success=False)
-            break
+    else:
+        list(target.take_events())
+        # E2 through the public API: nothing is in flight, so every ready block is idle and
+        # evictable. The largest fresh batch that prepare_store accepts is free + ready.
+        ready = sum(target.lookup([block_hash]) for block_hash in seen)
+        report.ready_at_end = ready
+        for size in range(cap, -1, -1):
+            fresh = [b"\xfe\xed" + size.to_bytes(2, "little") + i.to_bytes(28, "little") for i in range(size)]
+            refill = target.prepare_store(fresh)
+            if refill is not None:
+                report.leaked = cap - size
+                evicted = set(refill.block_hashes_evicted)
+                if len(evicted) != ready or not evicted <= seen:
+                    report.notes.append(
+                        f"E2: a refill of {size} evicted {len(evicted)} blocks but {ready} hashes were ready"
+                    )
+                    report.leaked = max(report.leaked, abs(len(evicted) - ready))
+                target.complete_store(fresh, success=False)
+                break
     report.judged_calls, report.violation = target.judged_calls, target.verdict
     return report
 

@@ -344,15 +344,7 @@ def check_handler(
 @click.option("--layout", "layouts", multiple=True, type=click.Choice(LAYOUTS), help="Restrict layouts.")
 @click.option("--spec", "spec_target", default=None, help="MODULE:CLASS of the offloaded medium's spec.")
 @click.option("--no-shrink", is_flag=True, help="Report the first failing scenario unshrunk (faster).")
-def handler(
-    target: str,
-    max_examples: int,
-    seed: int,
-    device: str,
-    layouts: Sequence[str],
-    spec_target: str | None,
-    no_shrink: bool,
-) -> None:
+def handler(target: str, layouts: Sequence[str], spec_target: str | None, no_shrink: bool, **options: Any) -> None:
     """Check a store/load handler pair (H1–H3, E1). Exit 0 conforms, 1 violation, 2 unloadable."""
     try:
         factory = load_factory(target)
@@ -362,15 +354,8 @@ def handler(
     except Exception as error:
         click.echo(f"cannot load {target}: {error}", err=True)
         sys.exit(2)
-    result = check_handler(
-        factory,
-        max_examples=max_examples,
-        seed=seed,
-        device=device,
-        layouts=tuple(layouts) or LAYOUTS,
-        offloaded_spec=spec_cls,
-        name=target,
-        shrink=not no_shrink,
-    )
+    # ``options``: --max-examples, --seed and --device, named as check_handler's keywords
+    result = check_handler(factory, layouts=tuple(layouts) or LAYOUTS, offloaded_spec=spec_cls, name=target,
+                           shrink=not no_shrink, **options)
     click.echo(result.format())
     sys.exit(0 if result.ok else 1)

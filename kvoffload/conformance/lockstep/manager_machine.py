@@ -59,7 +59,15 @@ class ManagerMachine(ConformanceMachine):
         return [h for h in self.pool if self.ref(h) == -1]
 
     def ready(self) -> list[bytes]:
-        return [h for h in self.pool if (self.ref(h) is not None and self.ref(h) >= 0)]  # type: ignore[operator]
+        ready = self.judge.ready_set()
+        return [h for h in self.pool if h in ready]
+
+    def absent(self) -> list[bytes]:
+        return [h for h in self.pool if self.ref(h) is None]
+
+    def free_blocks(self) -> int:
+        """The model's free blocks (every key the model holds is a pool key)."""
+        return self.capacity - sum(1 for h in self.pool if self.ref(h) is not None)
 
     def ghosts(self) -> list[bytes]:
         """Pool hashes in the model's ARC ghost lists (B1, B2)."""
@@ -88,7 +96,8 @@ class ManagerMachine(ConformanceMachine):
             self.log.add(f"a = {source}")
             source = "a"
         call_source = f"m.{method}({source}{keyword_source})"
-        model_error = step.model[1]
+        model_error = None if step.early_stop else step.model[1]
+        expected, clause = "", "M9"
         if step.early_stop:
             self.log.add(f"{call_source}  # stops at the first miss")
         elif model_error is not None:
@@ -100,10 +109,9 @@ class ManagerMachine(ConformanceMachine):
         else:
             self.log.add(f"{var} = {call_source}")
         self.judged(step.verdict)
-        if model_error is not None and not step.early_stop:
-            clause = getattr(model_error, "clause", "M9")
+        if model_error is not None:
             self.exercised("M9", clause)
-            self.sweep(("I7", "M9"), f"after {method} raised {exception_kind(model_error).__name__}")
+            self.sweep(("I7", "M9"), f"after {method} raised {expected}")
         return step, var
 
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
@@ -144,18 +152,24 @@ class ManagerMachine(ConformanceMachine):
             self.call("touch", items, self.draw_kind(data))
         self.exercised("M4", "P4")
 
-    @precondition(lambda self: any(self.ref(h) is None for h in self.pool))
+    @precondition(lambda self: bool(self.absent()))
     @rule(data=st.data())
     def store_fresh(self, data: st.DataObject) -> None:
         """M5 of absent hashes only (evictions when full), completed at once (M6): fills the
         cache with ready blocks and the ARC ghost lists with victims."""
-        absent = [h for h in self.pool if self.ref(h) is None]
+        absent = self.absent()
         items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)), unique=True),
                           label="hashes")
+        self._store_and_complete(items, data, drawn_shape=True)
+
+    def _store_and_complete(self, items: list[bytes], data: st.DataObject, drawn_shape: bool = False) -> None:
+        """M5 of ``items``, then M6 of those it left pending (as a list, or a drawn shape):
+        ready blocks at once."""
         self._prepare_store(items, data)
         stored = [h for h in items if self.ref(h) == -1]
         if stored:
-            self.call("complete_store", stored, self.draw_kind(data, with_set=True), success=True)
+            shape = self.draw_kind(data, with_set=True) if drawn_shape else "list"
+            self.call("complete_store", stored, shape, success=True)
             self.exercised("M6", "C3")
 
     @rule(data=st.data())
@@ -193,7 +207,7 @@ class ManagerMachine(ConformanceMachine):
         self.exercised(clause, "C3")
         self.sweep((clause,), f"after complete_store(success={success})")
 
-    @precondition(lambda self: any(self.ref(h) == -1 for h in self.pool))
+    @precondition(lambda self: bool(self.pending()))
     @rule(data=st.data())
     def complete_store(self, data: st.DataObject) -> None:
         """M6/M7 on pending hashes (C3); one call may cover several stores, as a set."""

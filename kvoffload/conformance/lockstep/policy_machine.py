@@ -84,6 +84,12 @@ class PolicyMachine(ConformanceMachine):
     def absent(self) -> list[bytes]:
         return [h for h in self.pool if h not in self.blocks]
 
+    def pending(self) -> list[bytes]:
+        return [h for h in self.present() if self.blocks[h][0].ref_cnt == -1]
+
+    def _eligible_count(self) -> int:
+        return sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0)
+
     def _expect_violation(self, method: str, clause: str, *args: Any) -> None:
         rendered = ", ".join(self.log.name(a) if type(a) is bytes else a[1] if isinstance(a, tuple) else repr(a) for a in args)
         self.log.add_raising(f"p.{method}({rendered})", "ContractViolation", f"{clause}: must raise")
@@ -140,12 +146,11 @@ class PolicyMachine(ConformanceMachine):
         for h in fresh:
             self._insert(h, data.draw(st.sampled_from((-1, 0, 0)), label="ref_cnt"))
 
-    @precondition(lambda self: any(block.ref_cnt == -1 for block, _ in self.blocks.values()))
+    @precondition(lambda self: bool(self.pending()))
     @rule(data=st.data())
     def complete(self, data: st.DataObject) -> None:
         """A store completes: a pending block becomes ready and idle (L2, A3 then see it ready)."""
-        pending = [h for h in self.present() if self.blocks[h][0].ref_cnt == -1]
-        h = data.draw(st.sampled_from(pending), label="hash")
+        h = data.draw(st.sampled_from(self.pending()), label="hash")
         self._set_ref(h, 0)
 
     @precondition(lambda self: self.on("set_ref_cnt") and bool(self.blocks))
@@ -179,12 +184,11 @@ class PolicyMachine(ConformanceMachine):
         """P4, L2, A3 (absent and ghost hashes included)."""
         self._touch(data, data.draw(batches(self.pool, unique=not self.strict), label="hashes"))
 
-    @precondition(lambda self: self.on("touch_pending") and any(block.ref_cnt == -1 for block, _ in self.blocks.values()))
+    @precondition(lambda self: self.on("touch_pending") and bool(self.pending()))
     @rule(data=st.data())
     def touch_pending(self, data: st.DataObject) -> None:
         """L2, A3: a touch of pending blocks (moved, but in ARC not promoted), maybe with others."""
-        pending = [h for h in self.present() if self.blocks[h][0].ref_cnt == -1]
-        items = data.draw(st.lists(st.sampled_from(pending), min_size=1, max_size=2, unique=True), label="hashes")
+        items = data.draw(st.lists(st.sampled_from(self.pending()), min_size=1, max_size=2, unique=True), label="hashes")
         others = data.draw(st.lists(st.sampled_from(self.pool), max_size=2, unique=True), label="others")
         self._touch(data, list(dict.fromkeys(items + others)))
 
@@ -263,9 +267,8 @@ class PolicyMachine(ConformanceMachine):
             self._touch(data, data.draw(st.lists(st.sampled_from(present), max_size=len(present), unique=True),
                                         label="touched"))
         if data.draw(st.booleans(), label="complete"):
-            for h in self.present():
-                if self.blocks[h][0].ref_cnt == -1:
-                    self._set_ref(h, 0)
+            for h in self.pending():
+                self._set_ref(h, 0)
         if data.draw(st.booleans(), label="drain"):
             self.drain()
 
@@ -290,9 +293,6 @@ class PolicyMachine(ConformanceMachine):
         count = data.draw(st.integers(max(0, low), high), label="promoted")
         if count:
             self._touch(data, list(data.draw(st.permutations(ready), label="order")[:count]))
-
-    def _eligible_count(self) -> int:
-        return sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0)
 
     @precondition(lambda self: self.on("ladder"))
     @rule(data=st.data())
@@ -323,13 +323,13 @@ class PolicyMachine(ConformanceMachine):
             if self._evict(1, set()) is None:
                 break
 
-    @precondition(lambda self: self.on("drain") and sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0) >= 2)
+    @precondition(lambda self: self.on("drain") and self._eligible_count() >= 2)
     @rule()
     def drain(self) -> None:
         """P5, L3, A4, A5: evict every eligible block in one call. The victims show the
         whole eviction order at once (LRU's order; ARC's T1/T2 interleaving, which
         reveals floor(p)), and fill the ghost lists."""
-        self._evict(sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0), set())
+        self._evict(self._eligible_count(), set())
 
     @rule(data=st.data())
     def evict(self, data: st.DataObject) -> None:

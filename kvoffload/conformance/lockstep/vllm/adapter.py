@@ -119,25 +119,23 @@ class VllmManagerView:
             hits += 1
         return hits
 
-    def prepare_load(self, block_hashes: Iterable[bytes], ctx: Any = None) -> Any:
-        keys = list(block_hashes)
+    def _per_request(self, method: str, keys: list[bytes], ctx: Any, *rest: Any) -> Any:
+        """vLLM's ``method(keys, ctx, *rest)`` for the request ``ctx`` (K2), its documented
+        errors converted (K3)."""
         ctx = self._ctx(ctx)
-        return _documented("prepare_load", lambda: self.manager.prepare_load(keys, ctx))
+        return _documented(method, lambda: getattr(self.manager, method)(keys, ctx, *rest))
+
+    def prepare_load(self, block_hashes: Iterable[bytes], ctx: Any = None) -> Any:
+        return self._per_request("prepare_load", list(block_hashes), ctx)
 
     def complete_load(self, block_hashes: Iterable[bytes], ctx: Any = None) -> None:
-        keys = list(block_hashes)
-        ctx = self._ctx(ctx)
-        _documented("complete_load", lambda: self.manager.complete_load(keys, ctx))
+        self._per_request("complete_load", list(block_hashes), ctx)
 
     def touch(self, block_hashes: Iterable[bytes], ctx: Any = None) -> None:
-        keys = list(block_hashes)
-        ctx = self._ctx(ctx)
-        _documented("touch", lambda: self.manager.touch(keys, ctx))
+        self._per_request("touch", list(block_hashes), ctx)
 
     def prepare_store(self, block_hashes: Iterable[bytes], ctx: Any = None) -> PrepareStoreOutput | None:
-        keys = list(block_hashes)
-        ctx = self._ctx(ctx)
-        output = _documented("prepare_store", lambda: self.manager.prepare_store(keys, ctx))
+        output = self._per_request("prepare_store", list(block_hashes), ctx)
         if output is None:
             return None
         try:
@@ -153,11 +151,10 @@ class VllmManagerView:
 
     def complete_store(self, block_hashes: Iterable[bytes], success: bool = True, ctx: Any = None) -> None:
         keys = list(block_hashes)
-        ctx = self._ctx(ctx)
         if not success:
             self.failed_since_take.update(k for k in keys if k in self.pending)
         self.pending.difference_update(keys)
-        _documented("complete_store", lambda: self.manager.complete_store(keys, ctx, success))
+        self._per_request("complete_store", keys, ctx, success)
 
     def take_events(self) -> Iterator[OffloadingEvent]:
         events = list(self.manager.take_events())
@@ -243,10 +240,8 @@ class VllmPolicyView:
 
     def insert(self, block_hash: bytes, block: Any) -> None:
         self._sync()
-        if self.insert_takes_context:
-            _documented("insert", lambda: self.policy.insert(block_hash, block, self._ctx()))
-        else:
-            _documented("insert", lambda: self.policy.insert(block_hash, block))
+        context = (self._ctx(),) if self.insert_takes_context else ()  # 0.33 passes the request's
+        _documented("insert", lambda: self.policy.insert(block_hash, block, *context))
         self.seen[block_hash] = (block, int(block.ref_cnt))
 
     def remove(self, block_hash: bytes) -> None:

@@ -26,7 +26,7 @@ from ....spec.admission import DEFAULT_MAX_TRACKER_SIZE, ReferenceAdmission
 from ....spec.errors import ContractViolation
 from ....spec.types import BlockHash
 from ....spec.clauses import implements
-from ....spec.keyed import RequestAccess, arc_request_finished, expected_lookup, group_index, request_order
+from ....spec.keyed import RequestAccess, arc_request_finished, group_index, request_order
 from ...judge import invoke
 from ..machine_base import TargetSetupError
 from ..manager_machine import ManagerMachine
@@ -152,38 +152,18 @@ class VllmManagerMachine(ManagerMachine):
 
     # -- K1: per-key lookups ----------------------------------------------------------------
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
-        """Ask ``lookup(key, ctx)`` for every pool key (K1) and compare with the model."""
+        """Ask ``lookup(key, ctx)`` for every pool key (K1); the judge compares the answers."""
         self.step()
-        expected = [expected_lookup(self.ref(h)) for h in self.pool]
         var = self.log.var("s")
         self.log.add(f"{var} = [m.key_lookup(h) for h in ({', '.join(map(self.log.name, self.pool))},)]")
-        got: list[str] = []
+        answers: list[str] = []
         for h in self.pool:
             value, error = invoke(self.target.key_lookup, h)
             if error is not None:
                 self.fail(("K1", "M1"), f"lookup({self.log.name(h)}, ctx) raised {error!r} ({why})")
-            got.append(value)
+            answers.append(value)
         self.exercised("K1")
-        if got == expected:
-            return
-        index = next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)
-        h = self.pool[index]
-        if "HIT" in (got[index], expected[index]):
-            found = self.judge.refine(clauses, h) if got[index] == "HIT" else clauses
-            if got[index] == "HIT" and expected[index] == "HIT_PENDING":
-                found = ("K1", "M1", *clauses)  # pending blocks are not readable
-            found = (*found, "K1")
-        elif expected[index] == "MISS":
-            found = (*clauses, "K1")  # the target still holds a block the model dropped
-        else:
-            found = ("K1", *clauses)  # the answer itself is wrong (MISS or RETRY while pending)
-        self.fail(
-            found,
-            f"{why}, lookup({self.log.name(h)}, ctx) answered {got[index]}, but {self.log.name(h)} is "
-            f"{ {'MISS': 'absent', 'HIT_PENDING': 'pending', 'HIT': 'ready'}[expected[index]] }: "
-            f"K1 expects {expected[index]}",
-            f"{var}[{index}] == {expected[index]!r}",
-        )
+        self.judged(self.judge.key_sweep(answers, self.pool, clauses, why, var))
 
     # -- K6: store misses are observed first ----------------------------------------------------
     def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> Any:
@@ -238,18 +218,11 @@ class VllmManagerMachine(ManagerMachine):
         (maybe twice), and finishes; its end updates recency (LRU: a touch; ARC: K5).
         Its keys may carry end-token positions (K5); a ``reset_cache`` may fall inside
         it, after which it goes on (K7)."""
-        access = self.open_request = RequestAccess()
-        self.log.add("m.request = m.context()")
-        self.target.request = self.target.context()
+        access = self._open()
         self.positions = self._draw_positions(data)
         try:
-            ready = self.ready()
-            load: bool = bool(ready) and data.draw(st.booleans(), label="load")
-            if load:
-                items = data.draw(st.lists(st.sampled_from(ready), min_size=1, max_size=len(ready), unique=True),
-                                  label="hashes")
-                self._prepare_load(data, items)
-                access.loaded(items)
+            if bool(self.ready()) and data.draw(st.booleans(), label="load"):
+                self._request_load(access, data)
             self._request_stores(access, data, 1)
             if self._reset_inside(data):
                 before = list(access.observed)
@@ -307,30 +280,25 @@ class VllmManagerMachine(ManagerMachine):
         of fresh keys evicts 257 or more of the cache's idle blocks at once, leaving one
         to hundreds: the survivors show the order the request's end applied (K5)."""
         shuffle = random.Random(data.draw(st.integers(0, 2**32 - 1), label="large shuffle"))
-        free = self.capacity - sum(1 for h in self.pool if self.ref(h) is not None)
+        free = self.free_blocks()
         mode = "none"
         if free >= LARGE_BATCH:  # positioned requests are judged without eviction inside them (K5)
             mode = shuffle.choice(("first group", "all", "none"))  # hypothesis favours the ends
         size = free if mode != "none" else self.capacity - shuffle.randint(0, 8)
         items = self._large_offer(shuffle, size)
-        access = self.open_request = RequestAccess()
-        self.log.add("m.request = m.context()")
-        self.target.request = self.target.context()
+        access = self._open()
         self.positions = self._large_positions(shuffle, items, mode)
         try:
-            self._prepare_store(items, data)
-            stored = [h for h in self.store_candidates if self.ref(h) == -1]
-            access.offered(self.store_candidates, [], stored, offer=items)  # absent keys only
+            stored = self._offer(access, items, data)
         finally:
             self.open_request = None
         self._finish(access)
         if stored:
             self.call("complete_store", stored, "list", success=True)
-        present = sum(1 for h in self.pool if self.ref(h) is not None)
         # 257 victims or more; the survivors (anywhere from one to hundreds) show the order
         victims = shuffle.randint(LARGE_BATCH, max(LARGE_BATCH, len(stored) - 1))
-        absent = [h for h in self.pool if self.ref(h) is None]
-        fresh = shuffle.sample(absent, min(len(absent), self.capacity - present + victims))
+        absent = self.absent()
+        fresh = shuffle.sample(absent, min(len(absent), self.free_blocks() + victims))
         if fresh:
             self._store_and_complete(fresh, data)
 
@@ -338,7 +306,7 @@ class VllmManagerMachine(ManagerMachine):
         """``size`` absent keys, 1 to 24 of group 1 and the rest (257 or more when they fit)
         of group 0, shuffled: a group over 256 keys, and a group without positions in
         "first group" mode."""
-        absent = [h for h in self.pool if self.ref(h) is None]
+        absent = self.absent()
         first = [h for h in absent if group_index(h) == 0]
         second = [h for h in absent if group_index(h) != 0]
         others = min(len(second), shuffle.randint(1, max(1, min(24, size - LARGE_BATCH))))
@@ -351,11 +319,7 @@ class VllmManagerMachine(ManagerMachine):
         if mode == "none":
             return {}
         keys = items if mode == "all" else [h for h in items if group_index(h) == 0]
-        positions = dict(zip(keys, shuffle.sample(range(len(self.pool)), len(keys))))
-        self.log.add(f"m.set_positions({{{', '.join(f'{self.log.name(h)}: {p}' for h, p in positions.items())}}})")
-        self.target.set_positions(positions)
-        self.exercised("K5")
-        return positions
+        return self._set_positions(dict(zip(keys, shuffle.sample(range(len(self.pool)), len(keys)))))
 
     def _request_stores(self, access: RequestAccess, data: st.DataObject, least: int) -> None:
         """``least`` to 2 ``prepare_store`` calls of the open request, observed for K5/K6."""
@@ -363,11 +327,39 @@ class VllmManagerMachine(ManagerMachine):
             items = self.draw_batch(data, min_size=1)
             if self.positions and self.cuts_positioned_offers:
                 items = self._without_eviction(items)
-            ready_now = [h for h in items if h in self.judge.ready_set()]
-            self._prepare_store(items, data)
-            absent = self.store_candidates
-            stored = [h for h in absent if self.ref(h) == -1]
-            access.offered(absent, ready_now, stored, offer=items)
+            self._offer(access, items, data)
+
+    def _request_load(self, access: RequestAccess, data: st.DataObject) -> None:
+        """The open request loads some ready keys (pinned while in flight; observed, K5)."""
+        ready = self.ready()
+        if ready:
+            items = data.draw(st.lists(st.sampled_from(ready), min_size=1, max_size=len(ready), unique=True),
+                              label="hashes")
+            self._prepare_load(data, items)
+            access.loaded(items)
+
+    def _offer(self, access: RequestAccess, items: list[bytes], data: st.DataObject) -> list[bytes]:
+        """``prepare_store`` of ``items`` in the open request, its observations recorded
+        in ``access`` (K5, K6); the keys it stored, still pending."""
+        ready_now = [h for h in items if h in self.judge.ready_set()]
+        self._prepare_store(items, data)
+        stored = [h for h in self.store_candidates if self.ref(h) == -1]
+        access.offered(self.store_candidates, ready_now, stored, offer=items)
+        return stored
+
+    def _open(self) -> RequestAccess:
+        """A new request that the next calls belong to (K5): a ``ReqContext`` on the target."""
+        self.log.add("m.request = m.context()")
+        self.target.request = self.target.context()
+        self.open_request = RequestAccess()
+        return self.open_request
+
+    def _set_positions(self, positions: dict[bytes, int]) -> dict[bytes, int]:
+        """K5: the open request's end-token positions, given to the target (and logged)."""
+        self.log.add(f"m.set_positions({{{', '.join(f'{self.log.name(h)}: {p}' for h, p in positions.items())}}})")
+        self.target.set_positions(positions)
+        self.exercised("K5")
+        return positions
 
     @implements("K5")
     def _draw_positions(self, data: st.DataObject) -> dict[bytes, int]:
@@ -379,17 +371,13 @@ class VllmManagerMachine(ManagerMachine):
         if mode == "none":
             return {}
         keys = self.pool if mode == "all" else [h for h in self.pool if group_index(h) == group_index(self.pool[0])]
-        positions = {h: data.draw(st.integers(0, len(self.pool)), label="position") for h in keys}
-        self.log.add(f"m.set_positions({{{', '.join(f'{self.log.name(h)}: {p}' for h, p in positions.items())}}})")
-        self.target.set_positions(positions)
-        self.exercised("K5")
-        return positions
+        return self._set_positions({h: data.draw(st.integers(0, len(self.pool)), label="position") for h in keys})
 
     def _without_eviction(self, items: list[bytes]) -> list[bytes]:
         """A positioned request's offer cut to what fits without eviction: vLLM 0.33's LRU
         ranks a positioned request's keys provisionally before it finishes (K5), which
         only victims inside the request could show."""
-        free = self.capacity - sum(1 for h in self.pool if self.ref(h) is not None)
+        free = self.free_blocks()
         kept: list[bytes] = []
         for h in items:
             if self.ref(h) is None:
@@ -435,19 +423,12 @@ class VllmManagerMachine(ManagerMachine):
         """Up to ``rounds`` stores of absent keys (at most ``most`` each), completed at once:
         the victims they take show the order the calls before them left (L3, K5, N9)."""
         for _ in range(rounds):
-            absent = [h for h in self.pool if self.ref(h) is None]
+            absent = self.absent()
             if not absent:
                 return
             items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(most, len(absent)),
                                        unique=True), label=label)
             self._store_and_complete(items, data)
-
-    def _store_and_complete(self, items: list[bytes], data: st.DataObject) -> None:
-        """M5 of ``items``, then M6 of those it left pending: ready blocks at once."""
-        self._prepare_store(items, data)
-        stored = [h for h in items if self.ref(h) == -1]
-        if stored:
-            self.call("complete_store", stored, "list", success=True)
 
     # -- K4: metadata-only events ------------------------------------------------------------------
     @rule()

@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from ....spec.clauses import implements
-from ....spec.keyed import RequestAccess, request_order
+from ....spec.keyed import RequestAccess
 from ....spec.rank_lru import ReferenceRequestRankLRUPolicy
-from ...judge import invoke
 from .machine import VllmManagerMachine
 
 __all__ = ["RankOrderManagerMachine"]
@@ -114,8 +113,8 @@ class RankOrderManagerMachine(VllmManagerMachine):
 
     def _fill(self, data: st.DataObject) -> None:
         """Store fresh keys (completed) until the cache is full: the requests' stores then evict."""
-        while self.capacity > sum(1 for h in self.pool if self.ref(h) is not None):
-            absent = [h for h in self.pool if self.ref(h) is None]
+        while self.free_blocks() > 0:
+            absent = self.absent()
             if not absent or not data.draw(st.sampled_from((True, True, True, False)), label="fill"):
                 return
             self._store_and_complete([data.draw(st.sampled_from(absent), label="filler")], data)
@@ -132,10 +131,8 @@ class RankOrderManagerMachine(VllmManagerMachine):
         stems = list(dict.fromkeys(h[:-4] for h in self.pool))
         order = data.draw(st.permutations(range(len(stems))), label="positions")
         every_other: bool = data.draw(st.sampled_from((False, False, False, True)), label="some unpositioned")
-        positions = {h: order[stems.index(h[:-4])] for h in self.pool
-                     if not (every_other and stems.index(h[:-4]) % 2)}
-        self.log.add(f"m.set_positions({{{', '.join(f'{self.log.name(h)}: {p}' for h, p in positions.items())}}})")
-        self.target.set_positions(positions)
+        positions = self._set_positions({h: order[stems.index(h[:-4])] for h in self.pool
+                                         if not (every_other and stems.index(h[:-4]) % 2)})
         request = self.current = _OpenRequest(name, ctx, positions)
         self._enter(request)
         return request
@@ -153,30 +150,20 @@ class RankOrderManagerMachine(VllmManagerMachine):
         """The request offers a batch, mostly of absent keys (stored, evicting when full),
         sometimes with present ones; its stores mostly complete at once, sometimes fail or
         stay pending."""
-        absent = [h for h in self.pool if self.ref(h) is None]
+        absent = self.absent()
         items = self.draw_batch(data, min_size=1)
         if absent and data.draw(st.sampled_from((True, True, True, False)), label="fresh"):
             fresh = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)),
                                        unique=True), label="fresh keys")
             items = list(dict.fromkeys(fresh + items[:data.draw(st.integers(0, 1), label="present")]))
-        ready_now = [h for h in items if h in self.judge.ready_set()]
-        self._prepare_store(items, data)
-        absent = self.store_candidates
-        stored = [h for h in absent if self.ref(h) == -1]
-        request.access.offered(absent, ready_now, stored, offer=items)
+        stored = self._offer(request.access, items, data)
         outcome = data.draw(st.sampled_from(("complete", "complete", "fail", "pending")), label="outcome")
         if stored and outcome != "pending":
             self.call("complete_store", stored, "list", success=outcome == "complete")
 
     def _ranked_load(self, request: _OpenRequest, data: st.DataObject, _opened: list[_OpenRequest]) -> None:
         """The request loads ready keys: pinned, ranked by it (N9) while not evictable."""
-        ready = self.ready()
-        if not ready:
-            return
-        items = data.draw(st.lists(st.sampled_from(ready), min_size=1, max_size=len(ready), unique=True),
-                          label="hashes")
-        self._prepare_load(data, items)
-        request.access.loaded(items)
+        self._request_load(request.access, data)
 
     def _ranked_unpin(self, _request: _OpenRequest, data: st.DataObject, _opened: list[_OpenRequest]) -> None:
         """A load in flight completes: its keys are evictable again, at their ranks (N9)."""
@@ -216,13 +203,8 @@ class RankOrderManagerMachine(VllmManagerMachine):
         self._ranked_others(request, data, opened)
 
     def _finish_ranked(self, request: _OpenRequest) -> None:
-        """``on_request_finished``: fresh numbers in K5's order, its first key last (N9)."""
+        """``on_request_finished``: fresh numbers in K5's order, its first key last (N9:
+        ``_finish`` touches the model's policy in ``request_order``)."""
         self._enter(request)
-        self.step()
-        self.log.add("m.finish_request()")
-        _, error = invoke(self.target.finish_request)
-        if error is not None:
-            self.fail("K5", f"on_request_finished raised {error!r}")
-        self.model.policy.touch(request_order(request.access, request.positions))
-        self.finished_requests += 1
+        self._finish(request.access)
         self.current, self.open_request, self.positions = None, None, {}
