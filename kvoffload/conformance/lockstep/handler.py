@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 from ...spec.types import CPULoadStoreSpec, GPULoadStoreSpec, LoadStoreSpec
 from ..loading import load_factory
-from ..runner import conformance_settings
+from ..runner import conformance_settings, seed_only_draws
 
 __all__ = ["HandlerViolation", "HandlerConformanceResult", "check_handler", "handler", "LAYOUTS"]
 
@@ -329,7 +329,8 @@ def check_handler(
         _scenario(factory, data.draw, layouts, factors, device, offloaded_spec)
 
     try:
-        prop()
+        with seed_only_draws():
+            prop()
     except HandlerViolationError as error:
         violation = HandlerViolation(error.clause, error.message, tuple(error.steps))
         return HandlerConformanceResult(label, runs, (violation,))

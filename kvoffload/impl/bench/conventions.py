@@ -218,11 +218,13 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
 
 
 def prefill_requests(capacity: int, seed: int = 0) -> list[list[bytes]]:
-    """Untimed requests of 36-byte keys, unrelated to any workload's, that fill a cache of
-    ``capacity`` blocks: the same keys for the same ``seed``, so every pass starts alike."""
+    """Untimed requests of 36-byte keys, unrelated to any workload's: twice ``capacity``,
+    so the cache is full and so are ARC's ghost lists, as after a while in service (as
+    ``manager.prefill``, which says why); the same keys for the same ``seed``, so every
+    pass starts alike."""
     make = random.Random(f"prefill/{seed}/{capacity}").randbytes
-    keys = [make(36) for _ in range(capacity)]
-    return [keys[i : i + _PREFILL_CHUNK] for i in range(0, capacity, _PREFILL_CHUNK)]
+    keys = [make(36) for _ in range(2 * capacity)]
+    return [keys[i : i + _PREFILL_CHUNK] for i in range(0, len(keys), _PREFILL_CHUNK)]
 
 
 def record(answer: Answer) -> Recorded:
@@ -286,7 +288,7 @@ def _drive(contender: Contender, manager: Any, keys: list[bytes], calls: VllmCal
 
 def run_pass(contender: Contender, requests: Sequence[list[bytes]], capacity: int,
              calls: VllmCalls | None, seed: int = 0) -> Run:
-    """One contender alone: built and filled to capacity (untimed), then timed on
+    """One contender alone: built and filled (untimed: ``prefill_requests``), then timed on
     ``requests``, its answers recorded (``record``). The collector runs before the timed
     part and is off during it, for every pass alike (``compare``)."""
     manager = contender.build()
