@@ -28,42 +28,92 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Hashable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
 from ..judge import Verdict
 from ..reports.result import CallLog, ConformanceFailure
 
-__all__ = ["World", "Reproducing", "Exploration", "explore", "stderr_progress"]
+__all__ = ["LockstepWorld", "Exploration", "explore", "stderr_progress"]
 
 Op = TypeVar("Op", bound=Hashable)
 
 
-class World(Protocol[Op]):  # pragma: no cover - a protocol
-    def enabled(self) -> list[Op]: ...
-    def apply(self, op: Op) -> None: ...
+class LockstepWorld(Generic[Op]):
+    """The reference model and a target driven in lockstep over the hash alphabet ``pool``
+    (``pool[:fixed]`` distinguished: ``symmetry``). A subclass supplies its calls
+    (``enabled``, ``apply``, ``probe``), what it observes (``observe``), its key
+    (``fingerprint``), its copy (``fork``) and how a call reads in the reproduction
+    (``render``); a failure carries the calls so far as a snippet, hashes named as in its
+    message."""
+
+    var = "x"  # the target's name in the reproduction
+    model: Any
+    exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
+    last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
+
+    def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes], touch_max: int,
+                 construct: str, imports: list[str], distinguished: int) -> None:
+        self.capacity = capacity
+        self.policy = policy
+        self.pool = hashes
+        self.touch_max = touch_max
+        self.fixed = distinguished  # pool[:fixed] keep their names (h0, the shared head: I8)
+        self.construct = construct
+        self.imports = imports
+        self.target: Any = build()
+        self.history: list[Op] = []
+        self.copyable = True  # fork() still copies (False once a copy failed: states are rebuilt by replay)
+        self.observing = True  # False once probing: the probe judges victims and events, its states are spent
+        self._log: CallLog | None = None  # the reproduction's names, built on the way to a failure
+
+    def enabled(self) -> list[Op]:
+        raise NotImplementedError
+
+    def apply(self, op: Op) -> None:
+        raise NotImplementedError
+
     def probe(self) -> None:
         """Make the target's hidden order observable, judged against the model (this world
         is spent: the engine probes a copy, or a state it drops): calls that are no-ops
         or drains for the model (touching hashes it no longer holds shows a target still
         remembering one), then one eviction of every block, so a recency bug that has not
         yet changed a victim is seen now, with those calls in the reproduction."""
-    def fingerprint(self) -> Hashable: ...
-    def fork(self) -> World[Op] | None: ...
-    def hashes_in_state(self) -> int: ...
-    def settle(self) -> None: ...
-    exact: bool
-    copyable: bool  # fork() still copies (False once a copy failed: states are rebuilt by replay)
+        raise NotImplementedError
 
+    def fingerprint(self) -> Hashable:
+        raise NotImplementedError
 
-class Reproducing:
-    """A failure carries the calls so far as a snippet, hashes named as in its message."""
+    def fork(self) -> LockstepWorld[Op] | None:
+        raise NotImplementedError
 
-    construct: str
+    def in_state(self) -> set[bytes]:
+        raise NotImplementedError
+
+    def observe(self, *last: Any) -> None:
+        raise NotImplementedError
+
+    def render(self, index: int, name: Callable[[object], str]) -> str:
+        """The source form of ``history[index]``, hashes named by ``name``."""
+        raise NotImplementedError
+
+    def hashes_in_state(self) -> int:
+        return len(self.in_state())
+
+    def forgotten(self) -> tuple[bytes, ...]:
+        """The alphabet's hashes the model does not hold: touching them is a no-op for the
+        model, and changes the order of a target still remembering one (``probe``)."""
+        in_state = self.in_state()
+        return tuple(h for h in self.pool if h not in in_state)
 
     def _names(self) -> CallLog:
-        raise NotImplementedError
+        """The reproduction's log (alphabet, then the calls): a message naming hashes
+        with it agrees with the snippet. Extended by the calls since it was last asked for."""
+        log = self._log = self._log or CallLog.naming(self.var, self.pool, self.imports)
+        for index in range(len(log.lines), len(self.history)):
+            log.add(self.render(index, log.name))
+        return log
 
     def _name(self, h: object) -> str:
         return self._names().name(h)
@@ -71,27 +121,11 @@ class Reproducing:
     def reproduction(self, check: str = "") -> str:
         return self._names().render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
-    target: Any
-    exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
-    last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
-
-    def in_state(self) -> set[bytes]:
-        raise NotImplementedError
-
-    def hashes_in_state(self) -> int:
-        return len(self.in_state())
-
-    def observe(self, *last: Any) -> None:
-        raise NotImplementedError
-
-    def fingerprint(self) -> Hashable:
-        raise NotImplementedError
-
     def settle(self) -> None:
         """A new state: the model's invariants (a function of its state: once per state)
         and, when ``exact``, the pure queries ``apply`` left to it (they cannot differ
         between two arrivals at one fingerprint), checked to leave the key unchanged."""
-        getattr(self, "model").check_invariants()  # each world has one (attribute or property)
+        self.model.check_invariants()
         if self.exact:
             before = self.fingerprint()
             self.observe(*self.last)
@@ -135,14 +169,14 @@ def _path_to(parents: dict[Hashable, tuple[Hashable, Any] | None], key: Hashable
     return path
 
 
-def _rebuild(make_world: Callable[[], World[Op]], path: list[Op]) -> World[Op]:
+def _rebuild(make_world: Callable[[], LockstepWorld[Op]], path: list[Op]) -> LockstepWorld[Op]:
     world = make_world()
     for op in path:
         world.apply(op)
     return world
 
 
-def _confirm(make_world: Callable[[], World[Op]], path: list[Op], found: ConformanceFailure) -> ConformanceFailure:
+def _confirm(make_world: Callable[[], LockstepWorld[Op]], path: list[Op], found: ConformanceFailure) -> ConformanceFailure:
     """The failure as a fresh model and target, replaying ``path``, report it: the
     reproduction then owes nothing to copies. If the replay conforms, the target is not
     deterministic or did not copy faithfully; that is said, with the original failure."""
@@ -161,7 +195,7 @@ def _confirm(make_world: Callable[[], World[Op]], path: list[Op], found: Conform
 
 
 def explore(
-    make_world: Callable[[], World[Op]],
+    make_world: Callable[[], LockstepWorld[Op]],
     depth: int | None = None,
     *,
     progress: Callable[[str], None] | None = None,
@@ -179,11 +213,11 @@ def explore(
     started = last_report = time.perf_counter()
     root = make_world()
     parents: dict[Hashable, tuple[Hashable, Any] | None] = {root.fingerprint(): None}
-    frontier: list[tuple[Hashable, World[Op]]] = [(root.fingerprint(), root)]
+    frontier: list[tuple[Hashable, LockstepWorld[Op]]] = [(root.fingerprint(), root)]
     result.max_hashes = root.hashes_in_state()
     level = 0
     while frontier and (depth is None or level < depth):
-        following: list[tuple[Hashable, World[Op]]] = []
+        following: list[tuple[Hashable, LockstepWorld[Op]]] = []
         for key, world in frontier:
             path: list[Op] | None = None
             ops = world.enabled()
