@@ -242,7 +242,7 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
             self.observe(method, success)
 
     def probe(self) -> None:
-        """``World.probe``: touch every alphabet hash the model does not hold, complete
+        """``LockstepWorld.probe``: touch every alphabet hash the model does not hold, complete
         every load and store in flight, then store ``capacity`` hashes never in the
         alphabet (evicting every block in one call)."""
         self.observing = False

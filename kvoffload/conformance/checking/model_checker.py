@@ -25,6 +25,7 @@ state forks its world once per call but the last, which takes the world itself.
 
 from __future__ import annotations
 
+import abc
 import sys
 import time
 from collections.abc import Callable, Hashable
@@ -40,7 +41,7 @@ __all__ = ["LockstepWorld", "Exploration", "explore", "stderr_progress"]
 Op = TypeVar("Op", bound=Hashable)
 
 
-class LockstepWorld(Generic[Op]):
+class LockstepWorld(abc.ABC, Generic[Op]):
     """The reference model and a target driven in lockstep over the hash alphabet ``pool``
     (``pool[:fixed]`` distinguished: ``symmetry``). A subclass supplies its calls
     (``enabled``, ``apply``, ``probe``), what it observes (``observe``), its key
@@ -68,35 +69,29 @@ class LockstepWorld(Generic[Op]):
         self.observing = True  # False once probing: the probe judges victims and events, its states are spent
         self._log: CallLog | None = None  # the reproduction's names, built on the way to a failure
 
-    def enabled(self) -> list[Op]:
-        raise NotImplementedError
-
-    def apply(self, op: Op) -> None:
-        raise NotImplementedError
-
+    # what each world supplies: its calls, its key and copy, what it observes, a call's source form
+    @abc.abstractmethod
+    def enabled(self) -> list[Op]: ...
+    @abc.abstractmethod
+    def apply(self, op: Op) -> None: ...
+    @abc.abstractmethod
     def probe(self) -> None:
         """Make the target's hidden order observable, judged against the model (this world
         is spent: the engine probes a copy, or a state it drops): calls that are no-ops
         or drains for the model (touching hashes it no longer holds shows a target still
         remembering one), then one eviction of every block, so a recency bug that has not
         yet changed a victim is seen now, with those calls in the reproduction."""
-        raise NotImplementedError
-
-    def fingerprint(self) -> Hashable:
-        raise NotImplementedError
-
-    def fork(self) -> LockstepWorld[Op] | None:
-        raise NotImplementedError
-
-    def in_state(self) -> set[bytes]:
-        raise NotImplementedError
-
-    def observe(self, *last: Any) -> None:
-        raise NotImplementedError
-
+    @abc.abstractmethod
+    def fingerprint(self) -> Hashable: ...
+    @abc.abstractmethod
+    def fork(self) -> LockstepWorld[Op] | None: ...
+    @abc.abstractmethod
+    def in_state(self) -> set[bytes]: ...
+    @abc.abstractmethod
+    def observe(self, *last: Any) -> None: ...
+    @abc.abstractmethod
     def render(self, index: int, name: Callable[[object], str]) -> str:
         """The source form of ``history[index]``, hashes named by ``name``."""
-        raise NotImplementedError
 
     def hashes_in_state(self) -> int:
         return len(self.in_state())

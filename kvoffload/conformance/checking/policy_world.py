@@ -177,7 +177,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         self.all_blocks = [(b, ref) for b, ref in self.all_blocks if id(b) in live]
 
     def probe(self) -> None:
-        """``World.probe``: touch every alphabet hash the model does not hold (untrimmed
+        """``LockstepWorld.probe``: touch every alphabet hash the model does not hold (untrimmed
         ghosts show), make every block idle and evict them all in one call."""
         self.observing = False
         forgotten = self.forgotten()
