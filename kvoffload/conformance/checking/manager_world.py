@@ -40,7 +40,7 @@ from ...spec.types import BlockStatus
 from ..judge import METHOD_CLAUSE, ManagerJudge
 from ..lockstep.strategies import OneShot
 from .model_checker import LockstepWorld
-from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow
+from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, twin_blocks
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
 
 __all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
@@ -98,10 +98,7 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
     new = shallow(manager)
     backend = shallow(manager.backend)
     assert isinstance(backend, ReferenceCPUBackend)
-    fresh: dict[int, BlockStatus] = {}
-    for block_id, block in backend._handed_out.items():
-        twin = fresh[id(block)] = BlockStatus(block_id)
-        twin.ref_cnt = block.ref_cnt
+    fresh = twin_blocks(backend._handed_out.values())
     backend._handed_out = {block_id: fresh[id(block)] for block_id, block in backend._handed_out.items()}
     backend._free_ids = list(backend._free_ids)
     new.backend, new.policy, new._events = backend, clone_policy(manager.policy, fresh), list(manager._events)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
 from ...spec import (
@@ -23,7 +23,7 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "ghosts_of", "plain_policy", "shallow"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "twin_blocks", "ghosts_of", "plain_policy", "shallow"]
 
 T = TypeVar("T")
 #: The state fields of each exact policy, in key order.
@@ -149,8 +149,18 @@ def _clone_entry(value: Any, blocks: dict[int, BlockStatus]) -> Any:
     return twin
 
 
+def twin_blocks(blocks: Iterable[BlockStatus]) -> dict[int, BlockStatus]:
+    """A fresh copy of each block (its id and ``ref_cnt``), by ``id()`` of the original:
+    ``clone_policy``'s ``blocks`` (rebuilt: faster than ``deepcopy`` of a ctypes block)."""
+    twins: dict[int, BlockStatus] = {}
+    for block in blocks:
+        twin = twins[id(block)] = BlockStatus(block.block_id)
+        twin.ref_cnt = block.ref_cnt
+    return twins
+
+
 def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
-    """A copy whose entries point at ``blocks[id(old block)]`` (the caller's copies)."""
+    """A copy whose entries point at ``blocks[id(old block)]`` (the caller's copies: ``twin_blocks``)."""
     new = shallow(policy)
     for field in _fields(policy):
         value = getattr(policy, field)

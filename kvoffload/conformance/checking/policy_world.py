@@ -31,7 +31,7 @@ from typing import Any
 from ...spec import BlockStatus, make_reference_policy
 from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
 from .model_checker import LockstepWorld
-from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, shallow
+from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, shallow, twin_blocks
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
@@ -127,10 +127,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         if not self.copyable:
             return None
         new = shallow(self)
-        memo: dict[int, Any] = {}
-        for block, _ in self.all_blocks:
-            twin = memo[id(block)] = BlockStatus(block.block_id)
-            twin.ref_cnt = block.ref_cnt
+        memo: dict[int, Any] = twin_blocks(block for block, _ in self.all_blocks)
         try:  # a target of a reference policy's fields alone is cloned as the model is
             new.target = clone_policy(self.target, memo) if self.exact else copy.deepcopy(self.target, memo)
         except Exception:  # rebuilt by replay instead
