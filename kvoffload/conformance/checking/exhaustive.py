@@ -28,12 +28,12 @@ from typing import Any
 import attrs
 import click
 
-from .manager_world import ManagerWorld, distinguished_text, hash_alphabet, manager_alphabet_text
+from .manager_world import ManagerWorld, manager_alphabet_text
 from .policy_world import PolicyWorld, policy_alphabet_text
 from ..loading import FactoryLoadError, builtin_source, load_factory
 from .model_checker import Exploration, explore, stderr_progress
 from .policy_state import ghost_capacity
-from .symmetry import DISTINGUISHED
+from .symmetry import DISTINGUISHED, distinguished_text, hash_alphabet
 
 #: ``--distinguished``'s default: 0, every hash interchangeable, so that the literal ARC capacity-3
 #: command completes (with the prefix hash the space outgrows minutes: README, "Model checking").

@@ -41,19 +41,12 @@ from ..judge import METHOD_CLAUSE, ManagerJudge
 from ..lockstep.strategies import OneShot
 from .model_checker import LockstepWorld
 from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, twin_blocks
-from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
+from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
-__all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
+__all__ = ["ManagerOp", "ManagerWorld", "manager_alphabet_text", "render_op"]
 
 #: One call: (method, hashes, success) — success only for complete_store.
 ManagerOp = tuple[str, tuple[bytes, ...], bool]
-
-
-def distinguished_text(distinguished: int) -> str:
-    """Free hashes share a 16-byte head; the distinguished one (``symmetry.HEAD``) is that head."""
-    if distinguished:
-        return "h0 is the 16-byte head every other hash starts with (a prefix: I8), the rest share it and are"
-    return "all share their first 16 bytes and are all"
 
 
 def manager_alphabet_text(hashes: int, touch_max: int, store_max: int, max_pins: int, distinguished: int = DISTINGUISHED) -> str:
