@@ -1,6 +1,6 @@
 """The engine of ``check-exhaustive``: an explicit-state model checker (issue 15).
 
-A *world* holds the reference model and a target in lockstep. ``enabled()`` lists the
+A *world* (``LockstepWorld``) holds the reference model and a target in lockstep. ``enabled()`` lists the
 protocol-keeping calls of its state (computed from the MODEL: C1–C5 are properties of
 the caller), ``apply(op)`` makes one call on both sides and judges it (raising
 ``ConformanceFailure``), ``probe()`` makes the target's hidden order observable and
@@ -9,7 +9,8 @@ keeps), ``fingerprint()`` is the canonical key of the joint state (the
 model's whole state plus the target's observable state, with interchangeable hashes
 renamed: symmetry reduction), ``fork()`` is an independent copy (or ``None`` when the
 target cannot be copied: then the engine rebuilds the state by replaying its path from a
-fresh world), and ``replay(path)`` renders a failing path as a runnable reproduction.
+fresh world), and ``render(index, name)`` writes a call of a failing path as source (its
+runnable reproduction).
 
 Breadth-first search over distinct fingerprints, as TLC or Stateright do: every
 transition out of every reachable state (up to ``depth`` when given) is judged, each new
@@ -42,12 +43,9 @@ Op = TypeVar("Op", bound=Hashable)
 
 
 class LockstepWorld(abc.ABC, Generic[Op]):
-    """The reference model and a target driven in lockstep over the hash alphabet ``pool``
-    (``pool[:fixed]`` distinguished: ``symmetry``). A subclass supplies its calls
-    (``enabled``, ``apply``, ``probe``), what it observes (``observe``), its key
-    (``fingerprint``), its copy (``fork``) and how a call reads in the reproduction
-    (``render``); a failure carries the calls so far as a snippet, hashes named as in its
-    message."""
+    """What every world shares (the module docstring says what a world does): the hash
+    alphabet ``pool`` (``pool[:fixed]`` distinguished: ``symmetry``), the calls so far, and
+    a failure carrying them as a snippet, hashes named as in its message."""
 
     var = "x"  # the target's name in the reproduction
     model: Any
