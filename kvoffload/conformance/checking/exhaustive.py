@@ -1,15 +1,13 @@
 """``kvoffload check-exhaustive``: an explicit-state model checker (issues 8, 15).
 
 Breadth-first search over every reachable joint state of the reference model and a target
-(``model_checker``), for every capacity ``1..C`` and each policy, judging every call out of
-every state the way the lockstep suite does. States are deduplicated by fingerprint (the
-model's whole state plus the target's: its whole state where readable, else its block
-ids), with symmetry reduction over the free hashes (``symmetry``: they share a 16-byte
-head; with ``--distinguished 1`` that head, a prefix of each, is a hash of its own; the
-default 0 lets the ARC capacity-3 space complete). Without ``--depth`` the search runs
-until no new state appears: every reachable state of that scope is proved to conform;
-``--depth N`` stops after N calls. A violation is reported as the SHORTEST call sequence reaching it (BFS parent
-pointers), replayed on a fresh model and target, as a runnable snippet naming the clause.
+(``model_checker``; hashes symmetry-reduced: ``symmetry``, where ``--distinguished 1``
+keeps the shared 16-byte head apart and the default 0 lets the ARC capacity-3 space
+complete), for every capacity ``1..C`` and each policy, judging every call out of every
+state the way the lockstep suite does. Without ``--depth`` the search runs until no new
+state appears: every reachable state of that scope is proved to conform; ``--depth N``
+stops after N calls. A violation is reported as the shortest call sequence reaching it,
+as a runnable snippet naming the clause.
 
 Manager calls: ``manager_world``; CachePolicy calls alone (``--policies-only``):
 ``policy_world``. The hash alphabet defaults to the smallest size at which the
@@ -30,12 +28,12 @@ from typing import Any
 import attrs
 import click
 
-from .manager_world import ManagerWorld, distinguished_text, hash_alphabet, manager_alphabet_text
+from .manager_world import ManagerWorld, manager_alphabet_text
 from .policy_world import PolicyWorld, policy_alphabet_text
 from ..loading import FactoryLoadError, builtin_source, load_factory
 from .model_checker import Exploration, explore, stderr_progress
 from .policy_state import ghost_capacity
-from .symmetry import DISTINGUISHED
+from .symmetry import DISTINGUISHED, distinguished_text, hash_alphabet
 
 #: ``--distinguished``'s default: 0, every hash interchangeable, so that the literal ARC capacity-3
 #: command completes (with the prefix hash the space outgrows minutes: README, "Model checking").
@@ -57,23 +55,15 @@ class ExhaustiveRun:
     capacity: int
     depth: int | None
     hashes: int
-    touch_max: int
-    store_max: int
-    max_pins: int
-    distinguished: int
+    alphabet_text: str  # the calls and hashes explored
     result: Exploration[Any]
-    idle: bool = False
 
     @property
     def ok(self) -> bool:
         return self.result.ok
 
     def alphabet(self) -> str:
-        if self.kind == "manager":
-            return manager_alphabet_text(self.hashes, self.touch_max, self.store_max, self.max_pins,
-                                         self.distinguished)
-        return (f"{policy_alphabet_text(self.hashes, self.touch_max, self.capacity, self.idle)}; "
-                f"{distinguished_text(self.distinguished)} interchangeable")
+        return self.alphabet_text
 
     def summary(self) -> str:
         r = self.result
@@ -145,17 +135,19 @@ def run_exhaustive(
         build = functools.partial(factory, num_blocks=capacity, enable_events=True)
         make = functools.partial(ManagerWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
                                  store_max=store_max, max_pins=max_pins, distinguished=distinguished)
+        text = manager_alphabet_text(hashes, touch_max, store_max, max_pins, distinguished)
     elif kind == "policy":
         construct = f"{source}(cache_capacity={capacity})"
         build = functools.partial(factory, cache_capacity=capacity)
         make = functools.partial(PolicyWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
                                  distinguished=distinguished, idle=idle)
+        text = (f"{policy_alphabet_text(hashes, touch_max, capacity, idle)}; "
+                f"{distinguished_text(distinguished)} interchangeable")
     else:
         raise ValueError(f"kind={kind!r} is not 'manager' or 'policy'")
     result: Exploration[Any] = explore(make, depth, progress=progress, label=f"{policy} c={capacity} ",
                                        snapshots=snapshots)
-    return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, touch_max, store_max, max_pins,
-                         distinguished, result, idle)
+    return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, text, result)
 
 
 @click.command("check-exhaustive", context_settings={"help_option_names": ["-h", "--help"]})

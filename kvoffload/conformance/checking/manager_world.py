@@ -38,23 +38,15 @@ from typing import Any
 from ...spec import ReferenceCPUBackend, ReferenceManager
 from ...spec.types import BlockStatus
 from ..judge import METHOD_CLAUSE, ManagerJudge
-from ..reports.result import CallLog
 from ..lockstep.strategies import OneShot
-from .model_checker import Reproducing
-from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow
-from .symmetry import DISTINGUISHED, Relabel, canonical_calls, hash_alphabet
+from .model_checker import LockstepWorld
+from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, twin_blocks
+from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
-__all__ = ["hash_alphabet", "ManagerOp", "ManagerWorld", "distinguished_text", "manager_alphabet_text", "render_op"]
+__all__ = ["ManagerOp", "ManagerWorld", "manager_alphabet_text", "render_op"]
 
 #: One call: (method, hashes, success) — success only for complete_store.
 ManagerOp = tuple[str, tuple[bytes, ...], bool]
-
-
-def distinguished_text(distinguished: int) -> str:
-    """Free hashes share a 16-byte head; the distinguished one (``symmetry.HEAD``) is that head."""
-    if distinguished:
-        return "h0 is the 16-byte head every other hash starts with (a prefix: I8), the rest share it and are"
-    return "all share their first 16 bytes and are all"
 
 
 def manager_alphabet_text(hashes: int, touch_max: int, store_max: int, max_pins: int, distinguished: int = DISTINGUISHED) -> str:
@@ -99,10 +91,7 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
     new = shallow(manager)
     backend = shallow(manager.backend)
     assert isinstance(backend, ReferenceCPUBackend)
-    fresh: dict[int, BlockStatus] = {}
-    for block_id, block in backend._handed_out.items():
-        twin = fresh[id(block)] = BlockStatus(block_id)
-        twin.ref_cnt = block.ref_cnt
+    fresh = twin_blocks(backend._handed_out.values())
     backend._handed_out = {block_id: fresh[id(block)] for block_id, block in backend._handed_out.items()}
     backend._free_ids = list(backend._free_ids)
     new.backend, new.policy, new._events = backend, clone_policy(manager.policy, fresh), list(manager._events)
@@ -119,9 +108,11 @@ def _clonable(target: Any) -> bool:
     )
 
 
-class ManagerWorld(Reproducing):
+class ManagerWorld(LockstepWorld[ManagerOp]):
     """A model ``ReferenceManager`` and a target manager, driven in lockstep and judged by
     ``ManagerJudge``."""
+
+    var = "m"
 
     def __init__(
         self,
@@ -136,22 +127,11 @@ class ManagerWorld(Reproducing):
         max_pins: int = 1,
         distinguished: int = DISTINGUISHED,
     ) -> None:
-        self.capacity = capacity
-        self.policy = policy
-        self.pool = hashes
-        self.touch_max = touch_max
+        self.judge = ManagerJudge(capacity, policy, True, self._name, sources=False)
+        super().__init__(build, capacity, policy, hashes, touch_max, construct, imports or [], distinguished)
         self.store_max = store_max
         self.max_pins = max_pins
-        self.fixed = distinguished  # pool[:fixed] keep their names (h0, the shared head: I8)
-        self._log: CallLog | None = None  # the reproduction's names, built on the way to a failure
-        self.judge = ManagerJudge(capacity, policy, True, self._name, sources=False)
-        self.target: Any = build()
         self.inflight: list[tuple[bytes, ...]] = []
-        self.construct = construct
-        self.imports = imports or []
-        self.history: list[ManagerOp] = []
-        self.copyable = True
-        self.observing = True
         #: The target's whole state is in its key (``policy_state.manager_key``): lookups, pure
         #: (M1), are judged once per new state (``settle``) and a merged state needs no probe.
         self.clonable = _clonable(self.target)  # of reference parts alone: copied field by field
@@ -226,14 +206,8 @@ class ManagerWorld(Reproducing):
         new.history = list(self.history)
         return new
 
-    # -- failing ------------------------------------------------------------------------
-    def _names(self) -> CallLog:
-        """The reproduction's log (alphabet, then the calls): a message naming hashes
-        with it agrees with the snippet. Extended by the calls since it was last asked for."""
-        log = self._log = self._log or CallLog.naming("m", self.pool, self.imports)
-        for op in self.history[len(log.lines):]:
-            log.add(render_op(op, log.name))
-        return log
+    def render(self, index: int, name: Callable[[object], str]) -> str:
+        return render_op(self.history[index], name)
 
     # -- one step -----------------------------------------------------------------------
     def apply(self, op: ManagerOp) -> None:
@@ -258,17 +232,16 @@ class ManagerWorld(Reproducing):
             self.observe(method, success)
 
     def probe(self) -> None:
-        """``World.probe``: touch every alphabet hash the model does not hold, complete
+        """``LockstepWorld.probe``: touch every alphabet hash the model does not hold, complete
         every load and store in flight, then store ``capacity`` hashes never in the
         alphabet (evicting every block in one call)."""
-        self.observing = False  # the probe judges victims and events; its states are spent
+        self.observing = False
         blocks = self.model.blocks()
         if not blocks:
             return
         pending = tuple(h for h, b in blocks.items() if b.ref_cnt == -1)
-        in_state = self.in_state()
-        forgotten = tuple(h for h in self.pool if h not in in_state)
-        if forgotten:  # a no-op for the model; a target still remembering one of them changes order
+        forgotten = self.forgotten()
+        if forgotten:
             self.apply(("touch", forgotten, True))
         for load in list(dict.fromkeys(self.inflight)):
             self.apply(("complete_load", load, True))

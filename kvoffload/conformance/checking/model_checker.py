@@ -1,6 +1,6 @@
 """The engine of ``check-exhaustive``: an explicit-state model checker (issue 15).
 
-A *world* holds the reference model and a target in lockstep. ``enabled()`` lists the
+A *world* (``LockstepWorld``) holds the reference model and a target in lockstep. ``enabled()`` lists the
 protocol-keeping calls of its state (computed from the MODEL: C1–C5 are properties of
 the caller), ``apply(op)`` makes one call on both sides and judges it (raising
 ``ConformanceFailure``), ``probe()`` makes the target's hidden order observable and
@@ -9,7 +9,8 @@ keeps), ``fingerprint()`` is the canonical key of the joint state (the
 model's whole state plus the target's observable state, with interchangeable hashes
 renamed: symmetry reduction), ``fork()`` is an independent copy (or ``None`` when the
 target cannot be copied: then the engine rebuilds the state by replaying its path from a
-fresh world), and ``replay(path)`` renders a failing path as a runnable reproduction.
+fresh world), and ``render(index, name)`` writes a call of a failing path as source (its
+runnable reproduction).
 
 Breadth-first search over distinct fingerprints, as TLC or Stateright do: every
 transition out of every reachable state (up to ``depth`` when given) is judged, each new
@@ -25,45 +26,87 @@ state forks its world once per call but the last, which takes the world itself.
 
 from __future__ import annotations
 
+import abc
 import sys
 import time
 from collections.abc import Callable, Hashable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
 from ..judge import Verdict
 from ..reports.result import CallLog, ConformanceFailure
 
-__all__ = ["World", "Reproducing", "Exploration", "explore", "stderr_progress"]
+__all__ = ["LockstepWorld", "Exploration", "explore", "stderr_progress"]
 
 Op = TypeVar("Op", bound=Hashable)
 
 
-class World(Protocol[Op]):  # pragma: no cover - a protocol
+class LockstepWorld(abc.ABC, Generic[Op]):
+    """What every world shares (the module docstring says what a world does): the hash
+    alphabet ``pool`` (``pool[:fixed]`` distinguished: ``symmetry``), the calls so far, and
+    a failure carrying them as a snippet, hashes named as in its message."""
+
+    var = "x"  # the target's name in the reproduction
+    model: Any
+    exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
+    last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
+
+    def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes], touch_max: int,
+                 construct: str, imports: list[str], distinguished: int) -> None:
+        self.capacity = capacity
+        self.policy = policy
+        self.pool = hashes
+        self.touch_max = touch_max
+        self.fixed = distinguished  # pool[:fixed] keep their names (h0, the shared head: I8)
+        self.construct = construct
+        self.imports = imports
+        self.target: Any = build()
+        self.history: list[Op] = []
+        self.copyable = True  # fork() still copies (False once a copy failed: states are rebuilt by replay)
+        self.observing = True  # False once probing: the probe judges victims and events, its states are spent
+        self._log: CallLog | None = None  # the reproduction's names, built on the way to a failure
+
+    # what each world supplies: its calls, its key and copy, what it observes, a call's source form
+    @abc.abstractmethod
     def enabled(self) -> list[Op]: ...
+    @abc.abstractmethod
     def apply(self, op: Op) -> None: ...
+    @abc.abstractmethod
     def probe(self) -> None:
         """Make the target's hidden order observable, judged against the model (this world
         is spent: the engine probes a copy, or a state it drops): calls that are no-ops
         or drains for the model (touching hashes it no longer holds shows a target still
         remembering one), then one eviction of every block, so a recency bug that has not
         yet changed a victim is seen now, with those calls in the reproduction."""
+    @abc.abstractmethod
     def fingerprint(self) -> Hashable: ...
-    def fork(self) -> World[Op] | None: ...
-    def hashes_in_state(self) -> int: ...
-    def settle(self) -> None: ...
-    exact: bool
-    copyable: bool  # fork() still copies (False once a copy failed: states are rebuilt by replay)
+    @abc.abstractmethod
+    def fork(self) -> LockstepWorld[Op] | None: ...
+    @abc.abstractmethod
+    def in_state(self) -> set[bytes]: ...
+    @abc.abstractmethod
+    def observe(self, *last: Any) -> None: ...
+    @abc.abstractmethod
+    def render(self, index: int, name: Callable[[object], str]) -> str:
+        """The source form of ``history[index]``, hashes named by ``name``."""
 
+    def hashes_in_state(self) -> int:
+        return len(self.in_state())
 
-class Reproducing:
-    """A failure carries the calls so far as a snippet, hashes named as in its message."""
-
-    construct: str
+    def forgotten(self) -> tuple[bytes, ...]:
+        """The alphabet's hashes the model does not hold: touching them is a no-op for the
+        model, and changes the order of a target still remembering one (``probe``)."""
+        in_state = self.in_state()
+        return tuple(h for h in self.pool if h not in in_state)
 
     def _names(self) -> CallLog:
-        raise NotImplementedError
+        """The reproduction's log (alphabet, then the calls): a message naming hashes
+        with it agrees with the snippet. Extended by the calls since it was last asked for."""
+        log = self._log = self._log or CallLog.naming(self.var, self.pool, self.imports)
+        for index in range(len(log.lines), len(self.history)):
+            log.add(self.render(index, log.name))
+        return log
 
     def _name(self, h: object) -> str:
         return self._names().name(h)
@@ -71,27 +114,11 @@ class Reproducing:
     def reproduction(self, check: str = "") -> str:
         return self._names().render(self.construct, f"# the failing check:\nassert {check}" if check else "")
 
-    target: Any
-    exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
-    last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
-
-    def in_state(self) -> set[bytes]:
-        raise NotImplementedError
-
-    def hashes_in_state(self) -> int:
-        return len(self.in_state())
-
-    def observe(self, *last: Any) -> None:
-        raise NotImplementedError
-
-    def fingerprint(self) -> Hashable:
-        raise NotImplementedError
-
     def settle(self) -> None:
         """A new state: the model's invariants (a function of its state: once per state)
         and, when ``exact``, the pure queries ``apply`` left to it (they cannot differ
         between two arrivals at one fingerprint), checked to leave the key unchanged."""
-        getattr(self, "model").check_invariants()  # each world has one (attribute or property)
+        self.model.check_invariants()
         if self.exact:
             before = self.fingerprint()
             self.observe(*self.last)
@@ -135,14 +162,14 @@ def _path_to(parents: dict[Hashable, tuple[Hashable, Any] | None], key: Hashable
     return path
 
 
-def _rebuild(make_world: Callable[[], World[Op]], path: list[Op]) -> World[Op]:
+def _rebuild(make_world: Callable[[], LockstepWorld[Op]], path: list[Op]) -> LockstepWorld[Op]:
     world = make_world()
     for op in path:
         world.apply(op)
     return world
 
 
-def _confirm(make_world: Callable[[], World[Op]], path: list[Op], found: ConformanceFailure) -> ConformanceFailure:
+def _confirm(make_world: Callable[[], LockstepWorld[Op]], path: list[Op], found: ConformanceFailure) -> ConformanceFailure:
     """The failure as a fresh model and target, replaying ``path``, report it: the
     reproduction then owes nothing to copies. If the replay conforms, the target is not
     deterministic or did not copy faithfully; that is said, with the original failure."""
@@ -161,7 +188,7 @@ def _confirm(make_world: Callable[[], World[Op]], path: list[Op], found: Conform
 
 
 def explore(
-    make_world: Callable[[], World[Op]],
+    make_world: Callable[[], LockstepWorld[Op]],
     depth: int | None = None,
     *,
     progress: Callable[[str], None] | None = None,
@@ -179,11 +206,11 @@ def explore(
     started = last_report = time.perf_counter()
     root = make_world()
     parents: dict[Hashable, tuple[Hashable, Any] | None] = {root.fingerprint(): None}
-    frontier: list[tuple[Hashable, World[Op]]] = [(root.fingerprint(), root)]
+    frontier: list[tuple[Hashable, LockstepWorld[Op]]] = [(root.fingerprint(), root)]
     result.max_hashes = root.hashes_in_state()
     level = 0
     while frontier and (depth is None or level < depth):
-        following: list[tuple[Hashable, World[Op]]] = []
+        following: list[tuple[Hashable, LockstepWorld[Op]]] = []
         for key, world in frontier:
             path: list[Op] | None = None
             ops = world.enabled()

@@ -30,9 +30,8 @@ from typing import Any
 
 from ...spec import BlockStatus, make_reference_policy
 from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
-from ..reports.result import CallLog
-from .model_checker import Reproducing
-from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, shallow
+from .model_checker import LockstepWorld
+from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, shallow, twin_blocks
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
@@ -54,12 +53,12 @@ def policy_alphabet_text(hashes: int, touch_max: int, capacity: int, idle: bool 
     )
 
 
-def render_policy_op(op: PolicyOp, name: Callable[[object], str], block_names: dict[int, str]) -> str:
+def render_policy_op(op: PolicyOp, name: Callable[[object], str], block: int) -> str:
+    """``op`` as source; ``block``: the id of the block an insert makes (the inserts before it)."""
     method, hashes, number = op
     if method == "insert":
-        blk = f"blk{len(block_names)}"
-        block_names[len(block_names)] = blk
-        return f"{blk} = BlockStatus({len(block_names) - 1}); {blk}.ref_cnt = {number}; p.insert({name(hashes[0])}, {blk})"
+        blk = f"blk{block}"
+        return f"{blk} = BlockStatus({block}); {blk}.ref_cnt = {number}; p.insert({name(hashes[0])}, {blk})"
     if method == "set_ref":
         return f"p.get({name(hashes[0])}).ref_cnt = {number}"
     if method == "touch":
@@ -70,8 +69,10 @@ def render_policy_op(op: PolicyOp, name: Callable[[object], str], block_names: d
     return f"r = p.evict({number}, {protected})"
 
 
-class PolicyWorld(Reproducing):
+class PolicyWorld(LockstepWorld[PolicyOp]):
     """A reference policy and a target policy sharing the caller's blocks."""
+
+    var = "p"
 
     def __init__(
         self,
@@ -85,22 +86,12 @@ class PolicyWorld(Reproducing):
         distinguished: int = DISTINGUISHED,
         idle: bool = False,
     ) -> None:
-        self.capacity = capacity
+        self.model = make_reference_policy(policy, capacity)
+        super().__init__(build, capacity, policy, hashes, touch_max, construct,
+                         list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *(imports or [])])), distinguished)
         self.idle = idle  # every block idle (ref_cnt 0), nothing protected
-        self.policy = policy
-        self.pool = hashes
-        self.touch_max = touch_max
-        self.fixed = distinguished  # pool[:fixed] keep their names (h0, the shared head: I8)
-        self.model: Any = make_reference_policy(policy, capacity)
-        self.target: Any = build()
         self.blocks: dict[bytes, BlockStatus] = {}
         self.all_blocks: list[tuple[BlockStatus, int]] = []  # block, the ref_cnt the caller set
-        self.construct = construct
-        self.imports = imports or []
-        self.history: list[PolicyOp] = []
-        self.copyable = True
-        self.observing = True
-        self._log: CallLog | None = None  # the reproduction's names, built on the way to a failure
         self.inserted = 0  # blocks inserted so far (their ids)
         #: A target of an exact policy's fields alone: its key is its whole state, so ``get``
         #: (pure, P1) is judged once per new state (``settle``) and a merged state needs no probe.
@@ -136,10 +127,7 @@ class PolicyWorld(Reproducing):
         if not self.copyable:
             return None
         new = shallow(self)
-        memo: dict[int, Any] = {}
-        for block, _ in self.all_blocks:
-            twin = memo[id(block)] = BlockStatus(block.block_id)
-            twin.ref_cnt = block.ref_cnt
+        memo: dict[int, Any] = twin_blocks(block for block, _ in self.all_blocks)
         try:  # a target of a reference policy's fields alone is cloned as the model is
             new.target = clone_policy(self.target, memo) if self.exact else copy.deepcopy(self.target, memo)
         except Exception:  # rebuilt by replay instead
@@ -186,12 +174,11 @@ class PolicyWorld(Reproducing):
         self.all_blocks = [(b, ref) for b, ref in self.all_blocks if id(b) in live]
 
     def probe(self) -> None:
-        """``World.probe``: touch every alphabet hash the model does not hold (untrimmed
+        """``LockstepWorld.probe``: touch every alphabet hash the model does not hold (untrimmed
         ghosts show), make every block idle and evict them all in one call."""
-        self.observing = False  # the probe judges victims and events; its states are spent
-        in_state = self.in_state()
-        forgotten = tuple(h for h in self.pool if h not in in_state)
-        if forgotten:  # a no-op for the model; a target still remembering one of them changes order
+        self.observing = False
+        forgotten = self.forgotten()
+        if forgotten:
             self.apply(("touch", forgotten, 0))
         for h, block in list(self.blocks.items()):
             if block.ref_cnt != 0:  # the caller's own field: pending and read blocks become idle
@@ -206,15 +193,9 @@ class PolicyWorld(Reproducing):
         for h, _ in value or ():
             del self.blocks[h]
 
-    def _names(self) -> CallLog:
-        """The reproduction's log (alphabet, then the calls), so that a message names
-        hashes as the snippet does. Built only on the way to a failure."""
-        if self._log is None or len(self._log.lines) != len(self.history):
-            log = self._log = CallLog.naming("p", self.pool, dict.fromkeys(["from kvoffload.spec import BlockStatus", *self.imports]))
-            names: dict[int, str] = {}
-            for op in self.history:
-                log.add(render_policy_op(op, log.name, names))
-        return self._log
+    def render(self, index: int, name: Callable[[object], str]) -> str:
+        block = sum(op[0] == "insert" for op in self.history[:index])
+        return render_policy_op(self.history[index], name, block)
 
     def observe(self, method: str) -> None:
         """P1 (A2, I8) on ``get`` of every hash (P6, every call: ``apply``)."""

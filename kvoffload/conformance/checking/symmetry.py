@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 
-__all__ = ["DISTINGUISHED", "HEAD", "hash_alphabet", "Relabel", "canonical_calls"]
+__all__ = ["DISTINGUISHED", "HEAD", "hash_alphabet", "distinguished_text", "Relabel", "canonical_calls"]
 
 #: The 16 bytes every free hash starts with; the distinguished hash is this head alone.
 HEAD = bytes.fromhex("00112233445566778899aabbccddeeff")
@@ -37,6 +37,13 @@ def hash_alphabet(size: int = 3, distinguished: int = DISTINGUISHED) -> list[byt
     fixed = [HEAD][:distinguished]
     free = [HEAD + bytes([0x40 + i]) + bytes(range(0x41, 0x50)) for i in range(max(0, size - distinguished))]
     return (fixed + free)[:size]
+
+
+def distinguished_text(distinguished: int) -> str:
+    """Free hashes share a 16-byte head; the distinguished one (``HEAD``) is that head."""
+    if distinguished:
+        return "h0 is the 16-byte head every other hash starts with (a prefix: I8), the rest share it and are"
+    return "all share their first 16 bytes and are all"
 
 
 class Relabel(dict[bytes, int]):
