@@ -224,7 +224,8 @@ def prefill_requests(capacity: int, seed: int = 0) -> list[list[bytes]]:
     pass starts alike."""
     make = random.Random(f"prefill/{seed}/{capacity}").randbytes
     keys = [make(36) for _ in range(2 * capacity)]
-    return [keys[i : i + _PREFILL_CHUNK] for i in range(0, len(keys), _PREFILL_CHUNK)]
+    chunk = min(_PREFILL_CHUNK, capacity)  # each request fits the cache
+    return [keys[i : i + chunk] for i in range(0, len(keys), chunk)]
 
 
 def record(answer: Answer) -> Recorded:

@@ -212,7 +212,7 @@ def prefill(manager: Any, capacity: int, seed: int) -> None:
     make = random.Random(f"prefill/{seed}/{capacity}").randbytes
     filled, total = 0, 2 * capacity
     while filled < total:
-        hashes = [make(32) for _ in range(min(4096, total - filled))]
+        hashes = [make(32) for _ in range(min(4096, capacity, total - filled))]  # a store fits the cache
         out = manager.prepare_store(hashes)
         manager.complete_store(out.block_hashes_to_store)
         filled += len(hashes)

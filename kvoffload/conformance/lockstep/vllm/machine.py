@@ -256,11 +256,14 @@ class VllmManagerMachine(ManagerMachine):
         self.exercised("K5")
 
     @precondition(lambda self: self.strict and self.finished_requests > 0)
-    @rule()
-    def strict_finish_again(self) -> None:
+    @rule(data=st.data())
+    def strict_finish_again(self, data: st.DataObject) -> None:
         """K5, K3: the request finished last is finished again (vLLM's scheduler never
         does: ``finished_signaled``). It may raise K3's errors; either way nothing
-        changes: the model applies nothing, and later victims show recency moved."""
+        changes: the model applies nothing. Fresh keys stored before it are newer than
+        that request's keys, so a target that applies its recency again reorders them,
+        and fresh stores after it take victims that show whether it did."""
+        self.store_fresh(data, data.draw(st.integers(1, 2), label="stores before"), 2, "fresh before")
         self.step()
         self.log.add("m.finish_again()")
         _, error = invoke(self.target.finish_again)
@@ -268,6 +271,7 @@ class VllmManagerMachine(ManagerMachine):
             self.fail(("K3", "K5"), f"on_request_finished of a finished request raised {error!r}")
         self.judge.calls = None
         self.exercised("K5", "K3")
+        self.store_fresh(data, data.draw(st.integers(1, 3), label="then store"), 2, "fresh")
 
     # -- the large arm: sizes above 256 -----------------------------------------------------------
     @precondition(lambda self: self.large)
