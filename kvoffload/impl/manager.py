@@ -457,16 +457,18 @@ class CPUOffloadingManager(OffloadingManager):
                 chain.append(nd)
                 nd = gnext[nd - cap]
             chains.append(chain)
-        nodes = chains[0] + chains[1]
-        if not nodes:
-            return [[], []]
-        data = self._keys[nodes].tobytes()
+        nodes = [nd for chain in chains for nd in chain]
+        data = self._keys[nodes].tobytes() if nodes else b""
         width = self._keys.shape[1] * 8
         hashes = []
         for start in range(0, len(data), width):  # row_head: the length in the low half, a tag above
             length = int.from_bytes(data[start : start + 8], sys.byteorder) & L.LOW_HALF
             hashes.append(BlockHash(data[start + 8 : start + 8 + length]))
-        return [hashes[: len(chains[0])], hashes[len(chains[0]) :]]
+        ghosts, at = [], 0
+        for chain in chains:  # the gathered hashes back into their lists
+            ghosts.append(hashes[at : at + len(chain)])
+            at += len(chain)
+        return ghosts
 
     def policy_view(self) -> dict[str, Any]:
         """The policy's state in the contract's terms, for tests: ``lists`` (the hashes of
