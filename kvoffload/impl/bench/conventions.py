@@ -26,7 +26,7 @@ import gc
 import hashlib
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,15 +217,20 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
     return out
 
 
-def prefill_requests(capacity: int, seed: int = 0) -> list[list[bytes]]:
-    """Untimed requests of 36-byte keys, unrelated to any workload's: twice ``capacity``,
-    so the cache is full and so are ARC's ghost lists, as after a while in service (as
-    ``manager.prefill``, which says why); the same keys for the same ``seed``, so every
-    pass starts alike."""
+def prefill_requests(capacity: int, seed: int = 0, key_bytes: int = 36) -> Iterator[list[bytes]]:
+    """Untimed requests of ``key_bytes``-byte keys (36: vLLM 0.32 keys), unrelated to any
+    workload's, every bench's prefill: twice ``capacity``, so the cache is full, so
+    eviction happens from the start, and so are ARC's ghost lists (``capacity`` blocks
+    evicted into B1), the state of a cache after a while in service. Filling only to
+    capacity left ARC's ghost memory untouched, so the timed part paid the operating
+    system's first touch of each ghost page (35-178 ns per stored block at 10^6, varying
+    run to run), a start-up cost no long-running server pays again. The same keys for the
+    same ``seed``, so every pass starts alike; made a request at a time (at 10^7 blocks the
+    keys of the whole prefill would take gigabytes)."""
     make = random.Random(f"prefill/{seed}/{capacity}").randbytes
-    keys = [make(36) for _ in range(2 * capacity)]
     chunk = min(_PREFILL_CHUNK, capacity)  # each request fits the cache
-    return [keys[i : i + chunk] for i in range(0, len(keys), chunk)]
+    for start in range(0, 2 * capacity, chunk):
+        yield [make(key_bytes) for _ in range(min(chunk, 2 * capacity - start))]
 
 
 def record(answer: Answer) -> Recorded:

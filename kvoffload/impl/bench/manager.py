@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from .conventions import CLOCK
+from .conventions import CLOCK, prefill_requests
 
 OPS = ("lookup", "touch", "prepare_load", "complete_load", "prepare_store", "complete_store")
 
@@ -202,20 +202,12 @@ def builders(policy: str, check: bool, with_vllm: bool) -> dict[str, Callable[[i
 
 
 def prefill(manager: Any, capacity: int, seed: int) -> None:
-    """Store twice the capacity (untimed): the cache is full, so eviction happens from the
-    start, and so are ARC's ghost lists (``capacity`` blocks evicted into B1), the state
-    of a cache after a while in service. Filling only to capacity left ARC's ghost memory
-    untouched, so the timed part paid the operating system's first touch of each ghost
-    page (35-178 ns per stored block at 10^6, varying run to run), a start-up cost no
-    long-running server pays again. The same hashes for every pass of the same ``seed``
-    and capacity, every manager alike."""
-    make = random.Random(f"prefill/{seed}/{capacity}").randbytes
-    filled, total = 0, 2 * capacity
-    while filled < total:
-        hashes = [make(32) for _ in range(min(4096, capacity, total - filled))]  # a store fits the cache
+    """``conventions.prefill_requests`` of 32-byte hashes through the batch API, each
+    store completed (untimed): the same hashes for every pass of the same ``seed`` and
+    capacity, every manager alike."""
+    for hashes in prefill_requests(capacity, seed, key_bytes=32):
         out = manager.prepare_store(hashes)
         manager.complete_store(out.block_hashes_to_store)
-        filled += len(hashes)
 
 
 @dataclass
