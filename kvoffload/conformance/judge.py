@@ -190,31 +190,6 @@ class Step:
     early_stop: bool = False
 
 
-class _TouchingManager(ReferenceManager):
-    """The model with one M10 bug: ``touching`` (a method name) also touches the policy.
-
-    Used only to explain an exact-mode victim mismatch: if this manager, replaying the
-    calls, evicts what the target evicted, the target broke M10."""
-
-    touching = ""
-
-    def _touched(self, method: str, block_hashes: Any, **keywords: Any) -> Any:
-        hashes = list(block_hashes)
-        result = getattr(super(), method)(hashes, **keywords)
-        if self.touching == method and keywords.get("success", True):
-            self.policy.touch(hashes)
-        return result
-
-    def prepare_load(self, block_hashes: Any) -> Any:
-        return self._touched("prepare_load", block_hashes)
-
-    def complete_load(self, block_hashes: Any) -> None:
-        self._touched("complete_load", block_hashes)
-
-    def complete_store(self, block_hashes: Any, success: bool = True) -> None:
-        self._touched("complete_store", block_hashes, success=success)
-
-
 class ManagerJudge:
     """The model of an ``OffloadingManager`` (M0–M10, I1–I8) and what the verdicts
     remember of the target: the block id it gave each live hash (with the expression that
@@ -454,11 +429,13 @@ class ManagerJudge:
         if self.calls is None:
             return None
         for method in ("prepare_load", "complete_load", "complete_store"):
-            shadow = _TouchingManager(self.capacity, policy=self.policy, enable_events=self.events_on)
-            shadow.touching = method
+            # the model with one M10 bug: ``method``, when it succeeds, also touches the policy
+            shadow = ReferenceManager(self.capacity, policy=self.policy, enable_events=self.events_on)
             out: Outcome = (None, None)
             for name, items, keywords in self.calls:
                 out = invoke(getattr(shadow, name), list(items), **keywords)
+                if name == method and out[1] is None and keywords.get("success", True):
+                    shadow.policy.touch(list(items))
             value = out[0]
             if isinstance(value, PrepareStoreOutput) and list(value.block_hashes_evicted) == evicted:
                 return method
