@@ -37,18 +37,17 @@ EventView = tuple[Sequence[bytes], bool]
 Outcome = tuple[Any, BaseException | None]
 Name = Callable[[object], str]
 
-#: The clause that fixes the victims exactly, by policy (L3 for LRU, A4 for ARC, F5 for
-#: S3-FIFO, V5 for SIEVE).
-EXACT_VICTIM_CLAUSE = {"lru": "L3", "arc": "A4", "s3fifo": "F5", "sieve": "V5"}
-#: The clauses a wrong victim points at, eviction clause first: the order itself, or the
-#: state it depends on (recency, ghosts and target, counters, visited bits) diverged earlier.
-WRONG_VICTIM: dict[str, tuple[str, ...]] = {
-    "L3": ("L3", "L2"), "A4": ("A4", "A3", "A5"), "F5": ("F5", "F4", "F6"), "V5": ("V5", "V4", "V6"),
+#: By exact policy, the clauses a wrong victim points at, the eviction clause first (L3 for
+#: LRU, A4 for ARC, F5 for S3-FIFO, V5 for SIEVE): the order itself, or the state it depends
+#: on (recency, ghosts and target, counters, visited bits) diverged earlier; and that in words.
+WRONG_VICTIM: dict[str, tuple[tuple[str, ...], str]] = {
+    "lru": (("L3", "L2"), "(L3: least recently used first; L2: touch order)"),
+    "arc": (("A4", "A3", "A5"), "(A4; or the T1/T2 order, ghosts or p diverged earlier: A1, A3, A5)"),
+    "s3fifo": (("F5", "F4", "F6"), "(F5; or the S/M order, counters or ghosts diverged earlier: F2, F4, F6)"),
+    "sieve": (("V5", "V4", "V6"), "(V5; or the visited bits or the hand diverged earlier: V4, V6)"),
 }
-WHY_VICTIM = {"A4": "(A4; or the T1/T2 order, ghosts or p diverged earlier: A1, A3, A5)",
-              "L3": "(L3: least recently used first; L2: touch order)",
-              "F5": "(F5; or the S/M order, counters or ghosts diverged earlier: F2, F4, F6)",
-              "V5": "(V5; or the visited bits or the hand diverged earlier: V4, V6)"}
+#: The clause that fixes the victims exactly, by policy.
+EXACT_VICTIM_CLAUSE = {policy: clauses[0] for policy, (clauses, _) in WRONG_VICTIM.items()}
 METHOD_CLAUSE = {"lookup": "M1", "prepare_load": "M2", "complete_load": "M3", "touch": "M4",
                  "prepare_store": "M5", "complete_store": "M6", "take_events": "M8"}
 
@@ -99,12 +98,10 @@ def victim_blame(policy: str, refused: bool = False, ineligible: bool = False) -
     """The clauses broken by victims that differ from the exact policy's (P5, L2/L3,
     A3–A5, I6): ``refused`` the target gave none where the model evicts; ``ineligible`` a
     victim was pending, read, protected or absent."""
-    exact = EXACT_VICTIM_CLAUSE.get(policy, "P5")
     if refused:
-        clauses: tuple[str, ...] = ("I6", exact, "P5")
-    else:
-        clauses = WRONG_VICTIM.get(exact, (exact,))
-    return ("P5", *clauses) if ineligible and not refused else clauses
+        return ("I6", EXACT_VICTIM_CLAUSE.get(policy, "P5"), "P5")
+    clauses = WRONG_VICTIM[policy][0] if policy in WRONG_VICTIM else ("P5",)
+    return ("P5", *clauses) if ineligible else clauses
 
 
 def event_blame(
@@ -422,7 +419,7 @@ class ManagerJudge:
             return Verdict(("M10", clause), f"{head}; the target's victims are those of a manager whose {culprit} "
                            "touches the policy (M10: only touch, stores, evictions and failed stores change the "
                            "policy's order)", check)
-        return Verdict(victim_blame(self.policy), f"{head} {WHY_VICTIM[clause]}", check)
+        return Verdict(victim_blame(self.policy), f"{head} {WRONG_VICTIM[self.policy][1]}", check)
 
     def m10_culprit(self, evicted: list[bytes]) -> str | None:
         """The method whose touching the policy (an M10 bug) explains the target's victims."""
