@@ -11,7 +11,7 @@ a tuple, a set (``complete_store`` only, as vLLM does: C3) or a one-shot iterato
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -75,9 +75,7 @@ def hash_pools(draw: st.DrawFn, min_size: int = 1, max_size: int = 10) -> list[b
             elif shape == "prefix" and len(base) > 8:
                 candidate = base[: draw(st.integers(8, len(base) - 1))]
             else:  # extension (or a prefix of an 8-byte base, which cannot exist)
-                room = 36 - len(base)
-                candidate = base + draw(st.binary(min_size=1, max_size=max(1, room)))
-                candidate = candidate[:36] if len(candidate) > 36 else candidate
+                candidate = (base + draw(st.binary(min_size=1, max_size=max(1, 36 - len(base)))))[:36]
         if candidate in pool:  # keep the pool distinct without rejection sampling
             candidate = (candidate + bytes([len(pool) + 1]) * 8)[:36]
             while candidate in pool:
@@ -90,9 +88,8 @@ def batches(pool: Sequence[bytes], *, unique: bool, min_size: int = 0, max_size:
     """Batches of pool hashes; duplicates only when ``unique`` is false (strict mode, C5)."""
     if not pool:
         return st.just([])
-    if unique:
-        return st.lists(st.sampled_from(list(pool)), min_size=min_size, max_size=min(max_size, len(pool)), unique=True)
-    return st.lists(st.sampled_from(list(pool)), min_size=min_size, max_size=max_size)
+    longest = min(max_size, len(pool)) if unique else max_size
+    return st.lists(st.sampled_from(list(pool)), min_size=min_size, max_size=longest, unique=unique)
 
 
 #: Elements that are not ``bytes`` (M9), with their source form for reproductions.
@@ -127,12 +124,7 @@ def make_argument(
     if kind == "oneshot":
         return OneShot(items), f"OneShot({source})"
     if kind == "generator":
-        snapshot = list(items)
-
-        def generate() -> Iterator[Any]:
-            yield from snapshot
-
-        return generate(), f"(h for h in {source})"
+        return (h for h in list(items)), f"(h for h in {source})"
     if kind == "islice":
         whole = [*items, *extra]
         return itertools.islice(whole, len(items)), f"itertools.islice({listed(names, whole)}, {len(items)})"
