@@ -38,7 +38,7 @@ from typing import Any
 from ...spec import ReferenceCPUBackend, ReferenceManager
 from ...spec.types import BlockStatus
 from ..judge import METHOD_CLAUSE, ManagerJudge
-from ..lockstep.strategies import OneShot
+from ..lockstep.strategies import OneShot, listed
 from .model_checker import LockstepWorld
 from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, twin_blocks
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
@@ -47,6 +47,8 @@ __all__ = ["ManagerOp", "ManagerWorld", "manager_alphabet_text", "render_op"]
 
 #: One call: (method, hashes, success) — success only for complete_store.
 ManagerOp = tuple[str, tuple[bytes, ...], bool]
+#: The calls whose hashes are passed as a one-shot iterator (M0).
+ONE_SHOT_METHODS = ("prepare_store", "complete_store")
 
 
 def manager_alphabet_text(hashes: int, touch_max: int, store_max: int, max_pins: int, distinguished: int = DISTINGUISHED) -> str:
@@ -65,18 +67,12 @@ def _subsets(items: list[bytes]) -> list[tuple[bytes, ...]]:
     return [combo for size in range(1, len(items) + 1) for combo in itertools.combinations(items, size)]
 
 
-def render_op(op: ManagerOp, name: Callable[[object], str], var: str = "m") -> str:
+def render_op(op: ManagerOp, name: Callable[[object], str]) -> str:
     method, hashes, success = op
-    listed = "[" + ", ".join(name(h) for h in hashes) + "]"
-    if method in ("prepare_store", "complete_store"):
-        listed = f"iter({listed})"
-    if method == "complete_store":
-        call = f"{var}.complete_store({listed}, success={success})"
-    elif method in ("prepare_store", "prepare_load"):
-        call = f"r = {var}.{method}({listed})"
-    else:
-        call = f"{var}.{method}({listed})"
-    return f"{call}; events = list({var}.take_events())"
+    argument = f"iter({listed(name, hashes)})" if method in ONE_SHOT_METHODS else listed(name, hashes)
+    keyword = f", success={success}" if method == "complete_store" else ""
+    result = "r = " if method in ("prepare_store", "prepare_load") else ""
+    return f"{result}m.{method}({argument}{keyword}); events = list(m.take_events())"
 
 
 #: Hashes outside every alphabet, stored only by ``probe`` (never part of a state).
@@ -164,9 +160,7 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         pending = [h for h in self.pool if h in blocks and blocks[h].ref_cnt == -1]
         loadable = [h for h in self.pool if h in blocks and 0 <= blocks[h].ref_cnt < self.max_pins]
         ops: list[ManagerOp] = list(stores)
-        for subset in _subsets(pending):
-            ops.append(("complete_store", subset, True))
-            ops.append(("complete_store", subset, False))
+        ops.extend(("complete_store", subset, success) for subset in _subsets(pending) for success in (True, False))
         ops.extend(("prepare_load", subset, True) for subset in _subsets(loadable))
         ops.extend(("complete_load", load, True) for load in dict.fromkeys(self.inflight))
         ops.extend(touches)
@@ -214,7 +208,7 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         self.history.append(op)
         method, hashes, success = op
         items = list(hashes)
-        oneshot = method in ("prepare_store", "complete_store")
+        oneshot = method in ONE_SHOT_METHODS
         argument: Any = OneShot(items) if oneshot else list(items)
         keywords = {"success": success} if method == "complete_store" else {}
         if method == "complete_load":
