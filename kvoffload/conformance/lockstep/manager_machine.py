@@ -33,13 +33,11 @@ class ManagerMachine(ConformanceMachine):
     # -- setup ------------------------------------------------------------------------
     @initialize(data=st.data())
     def setup(self, data: st.DataObject) -> None:
-        capacity = self.draw_capacity(data)
-        events = data.draw(st.booleans(), label="enable_events")
+        capacity = self.capacity = self.draw_capacity(data)
+        self.events_on = data.draw(st.booleans(), label="enable_events")
         self.pool: list[bytes] = data.draw(hash_pools(min(capacity + 1, 10), min(12, 2 * capacity + 3)), label="pool")
-        self.capacity = capacity
-        self.events_on = events
-        self.target: Any = self.build(num_blocks=capacity, enable_events=events)
-        self.judge = ManagerJudge(capacity, self.policy_mode, events, self.log.name, explain_m10=True)
+        self.target: Any = self.build(num_blocks=capacity, enable_events=self.events_on)
+        self.judge = ManagerJudge(capacity, self.policy_mode, self.events_on, self.log.name, explain_m10=True)
         self.inflight: list[list[bytes]] = []
 
     def draw_capacity(self, data: st.DataObject) -> int:
@@ -66,8 +64,7 @@ class ManagerMachine(ConformanceMachine):
         return [h for h in self.pool if self.ref(h) is None]
 
     def free_blocks(self) -> int:
-        """The model's free blocks (every key the model holds is a pool key)."""
-        return self.capacity - sum(1 for h in self.pool if self.ref(h) is not None)
+        return int(self.model.backend.get_num_free_blocks())
 
     def ghosts(self) -> list[bytes]:
         """Pool hashes in the model's ARC ghost lists (B1, B2)."""
@@ -82,9 +79,8 @@ class ManagerMachine(ConformanceMachine):
         return data.draw(batches(self.pool, unique=not self.strict, min_size=min_size), label="hashes")
 
     # -- one call on both sides -----------------------------------------------------------
-    def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> tuple[Step, str]:
-        """One call judged on target and model, recorded; returns the step and the
-        variable its result has in the reproduction."""
+    def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> Step:
+        """One call judged on target and model, recorded as ``var = m.method(...)``."""
         self.step()
         extra = [h for h in self.pool if h not in items][:2]
         argument, source = make_argument(shape, items, self.log.name, extra)
@@ -112,7 +108,7 @@ class ManagerMachine(ConformanceMachine):
         if model_error is not None:
             self.exercised("M9", clause)
             self.sweep(("I7", "M9"), f"after {method} raised {expected}")
-        return step, var
+        return step
 
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
         """Look up every pool hash alone and compare with the model's ready set."""
@@ -186,7 +182,7 @@ class ManagerMachine(ConformanceMachine):
             self._complete_store(data, pending)
 
     def _prepare_store(self, items: list[bytes], data: st.DataObject) -> None:
-        step, _ = self.call("prepare_store", items, self.draw_kind(data))
+        step = self.call("prepare_store", items, self.draw_kind(data))
         self.exercised("M5")
         if step.model[1] is not None:
             return
@@ -224,7 +220,7 @@ class ManagerMachine(ConformanceMachine):
         self._prepare_load(data, items)
 
     def _prepare_load(self, data: st.DataObject, items: list[bytes]) -> None:
-        step, _ = self.call("prepare_load", items, self.draw_kind(data))
+        step = self.call("prepare_load", items, self.draw_kind(data))
         self.exercised("M2")
         if step.model[1] is None:
             self.inflight.append(list(items))
@@ -254,12 +250,12 @@ class ManagerMachine(ConformanceMachine):
         """M2 with absent, pending or repeated hashes (breaks C1, C5); often ready hashes
         listed twice (each occurrence pins once more: M2, M3)."""
         ready = self.ready()
-        repeat: bool = bool(ready) and data.draw(st.booleans(), label="repeat ready")
-        if repeat:
+        if bool(ready) and data.draw(st.booleans(), label="repeat ready"):
             items = data.draw(st.lists(st.sampled_from(ready), min_size=1, max_size=3), label="hashes")
-            self._prepare_load(data, items + [items[0]])
-            return
-        self._prepare_load(data, self.draw_batch(data, min_size=1))
+            items = items + [items[0]]  # each occurrence pins once more
+        else:
+            items = self.draw_batch(data, min_size=1)
+        self._prepare_load(data, items)
 
     @precondition(lambda self: self.strict)
     @rule(data=st.data())
@@ -291,9 +287,7 @@ class ManagerMachine(ConformanceMachine):
     # -- invariants ----------------------------------------------------------------------
     @invariant()
     def no_aliasing(self) -> None:
-        """I4: the block ids of live blocks never collide."""
-        if not hasattr(self, "judge"):
-            return
+        """I4: the block ids of live blocks never collide (checked once ``setup`` ran)."""
         self.judged(self.judge.aliasing())
         if self.judge.id_of:  # no block ids seen (specs without block_ids): I4 cannot be checked
             self.exercised("I4")
