@@ -85,6 +85,13 @@ def confusable(a: bytes, b: bytes) -> bool:
     return a != b and (a[:8] == b[:8] or a.startswith(b) or b.startswith(a))
 
 
+def refine(clauses: tuple[str, ...], block_hash: object, present: Iterable[bytes]) -> tuple[str, ...]:
+    """Put I8 first when the confused hash looks like a ``present`` one."""
+    if isinstance(block_hash, bytes) and any(confusable(block_hash, other) for other in present):
+        return ("I8", *clauses)
+    return clauses
+
+
 def exception_kind(error: BaseException) -> type[BaseException]:
     """The kind of error the contract distinguishes (M9): ContractViolation, TypeError,
     ValueError, or the error's own type."""
@@ -134,11 +141,9 @@ def victim_fault(
         label = name(victim)
         # holds on a fixed target too, also where that one refuses the store
         absent = f"{var} is None or {label} not in {var}.block_hashes_evicted"
-        if ref is None:
-            present = [h for h in before if isinstance(h, bytes)]
-            clauses = ("I8", "M5") if isinstance(victim, bytes) and any(confusable(victim, h) for h in present) \
-                else ("M5",)
-            return Verdict(clauses, f"prepare_store evicted {label}, which is not present", absent)
+        if ref is None:  # (the present hashes are the model's: bytes)
+            return Verdict(refine(("M5",), victim, before), f"prepare_store evicted {label}, which is not present",
+                           absent)
         if ref == -1:
             return Verdict(("I3",), f"prepare_store evicted {label}, whose store is still in flight (pending)", absent)
         if ref > 0:
@@ -232,10 +237,7 @@ class ManagerJudge:
         return {h for h, block in self.model.blocks().items() if block.ref_cnt >= 0}
 
     def refine(self, clauses: tuple[str, ...], block_hash: bytes) -> tuple[str, ...]:
-        """Put I8 first when the confused hash looks like a present one."""
-        if any(confusable(block_hash, other) for other in self.model.blocks()):
-            return ("I8", *clauses)
-        return clauses
+        return refine(clauses, block_hash, self.model.blocks())
 
     def record(self, method: str, items: list[Any], **keywords: Any) -> None:
         """A call the model saw outside ``step`` (K6's touches), for M10's explanation."""
