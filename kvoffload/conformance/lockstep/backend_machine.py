@@ -48,7 +48,7 @@ class BackendMachine(ConformanceMachine):
             self.fail(clause, f"{why}, get_num_free_blocks() is {value}, expected {self.free_count}",
                       f"b.get_num_free_blocks() == {self.free_count}")
 
-    def _allocate(self, data: st.DataObject, count: int) -> None:
+    def _allocate(self, count: int) -> None:
         self.step()
         hashes = [self.pool[i % len(self.pool)] + bytes([i]) for i in range(count)]
         var = self.log.var()
@@ -88,15 +88,14 @@ class BackendMachine(ConformanceMachine):
     @rule(data=st.data())
     def allocate(self, data: st.DataObject) -> None:
         """B2 within the free count."""
-        self._allocate(data, data.draw(st.integers(0, self.free_count), label="count"))
+        self._allocate(data.draw(st.integers(0, self.free_count), label="count"))
 
     @precondition(lambda self: bool(self.live))
     @rule(data=st.data())
     def free(self, data: st.DataObject) -> None:
         """B3 of a live block."""
         self.step()
-        index = data.draw(st.integers(0, len(self.live) - 1), label="block")
-        block, source = self.live.pop(index)
+        block, source = self.live.pop(data.draw(st.integers(0, len(self.live) - 1), label="block"))
         self.log.add(f"b.free({source})")
         _, error = invoke(self.target.free, block)
         if error is not None:
@@ -136,7 +135,7 @@ class BackendMachine(ConformanceMachine):
     @rule(data=st.data())
     def strict_over_allocate(self, data: st.DataObject) -> None:
         """B2: more than the free count raises, nothing changes."""
-        self._allocate(data, self.free_count + data.draw(st.integers(1, 2), label="excess"))
+        self._allocate(self.free_count + data.draw(st.integers(1, 2), label="excess"))
 
     @precondition(lambda self: self.strict)
     @rule(data=st.data())
@@ -145,10 +144,8 @@ class BackendMachine(ConformanceMachine):
         self.step()
         live_ids = self.live_ids()
         stale = [(b, s) for b, s in self.freed if int(b.block_id) not in live_ids]  # a live block's id is live
-        double: bool = data.draw(st.booleans(), label="double") if stale else False
-        if double:
-            pick = data.draw(st.integers(0, len(stale) - 1), label="freed")
-            block, source = stale[pick]
+        if bool(stale) and data.draw(st.booleans(), label="double"):
+            block, source = stale[data.draw(st.integers(0, len(stale) - 1), label="freed")]
             what = "freeing a block twice"
         else:
             choices = [i for i in range(self.capacity + 2) if i not in live_ids]
