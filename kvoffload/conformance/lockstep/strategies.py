@@ -116,11 +116,10 @@ def make_argument(
     source = listed(names, items)
     if kind == "list":
         return list(items), source
-    if kind == "tuple":
-        inner = ", ".join(names(item) for item in items)
-        return tuple(items), "(" + inner + ("," if len(items) == 1 else "") + ")"
+    if kind == "tuple":  # the list's elements, in the tuple's and the set's brackets
+        return tuple(items), f"({source[1:-1]}{',' if len(items) == 1 else ''})"
     if kind == "set":
-        return set(items), ("{" + ", ".join(names(item) for item in items) + "}") if items else "set()"
+        return set(items), f"{{{source[1:-1]}}}" if items else "set()"
     if kind == "oneshot":
         return OneShot(items), f"OneShot({source})"
     if kind == "generator":
