@@ -28,7 +28,7 @@ from .lockstep.strategies import ONE_SHOT_KINDS, OneShot, listed
 __all__ = [
     "EXACT_VICTIM_CLAUSE", "EventView", "JudgedManager", "ManagerJudge", "Outcome", "Step", "Verdict", "confusable",
     "event_blame", "exception_kind", "invoke", "judge_evict", "judge_gets", "judge_ref_counts", "judge_refusal",
-    "listed", "policy_call", "victim_blame", "victim_fault",
+    "listed", "method_clause", "policy_call", "victim_blame", "victim_fault",
 ]
 
 #: Events as compared: (hashes, removed).
@@ -50,6 +50,11 @@ WRONG_VICTIM: dict[str, tuple[tuple[str, ...], str]] = {
 EXACT_VICTIM_CLAUSE = {policy: clauses[0] for policy, (clauses, _) in WRONG_VICTIM.items()}
 METHOD_CLAUSE = {"lookup": "M1", "prepare_load": "M2", "complete_load": "M3", "touch": "M4",
                  "prepare_store": "M5", "complete_store": "M6", "take_events": "M8"}
+
+
+def method_clause(method: str, success: bool = True) -> str:
+    """The clause a call is judged under: its method's, M7 for a failed ``complete_store``."""
+    return "M7" if method == "complete_store" and not success else METHOD_CLAUSE[method]
 
 
 @attrs.frozen
@@ -257,7 +262,8 @@ class ManagerJudge:
         target_out = invoke(getattr(target, method), argument, **keywords)
         if scope is not None:
             self._adopt(target_out, scope)
-        failing = set() if keywords.get("success", True) else {h for h in items if self.ref(h) == -1}
+        success = keywords.get("success", True)
+        failing = set() if success else {h for h in items if self.ref(h) == -1}
         model_out = invoke(getattr(self.model, method), list(model_items), **keywords)
         self.record(method, model_items, **keywords)
         step = Step(model_out, target_out)
@@ -265,8 +271,7 @@ class ManagerJudge:
             step.verdict = Verdict(("M0",), f"{method} iterated its one-shot hashes argument a second time "
                                    "(M0: read it at most once)", "not a.reiterated" if shape == "oneshot" else "")
             return step
-        clause = "M7" if method == "complete_store" and not keywords.get("success", True) else METHOD_CLAUSE[method]
-        step.verdict = self._errors(step, method, clause, items, shape)
+        step.verdict = self._errors(step, method, method_clause(method, success), items, shape)
         if step.verdict is not None or step.early_stop or model_out[1] is not None:
             return step
         if scope is not None:

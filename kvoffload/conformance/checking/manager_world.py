@@ -37,7 +37,7 @@ from typing import Any
 
 from ...spec import ReferenceCPUBackend, ReferenceManager
 from ...spec.types import BlockStatus
-from ..judge import METHOD_CLAUSE, ManagerJudge
+from ..judge import ManagerJudge, method_clause
 from ..lockstep.strategies import OneShot, listed
 from .model_checker import LockstepWorld
 from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, twin_blocks
@@ -254,9 +254,8 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
     def observe(self, method: str, success: bool) -> None:
         """M1 after every call (I7 after a refused store): ``lookup([h])`` of each observed
         hash, then of all of them in both orders (I4, every call: ``apply``)."""
-        clause = "M7" if method == "complete_store" and not success else METHOD_CLAUSE[method]
-        if method == "prepare_store" and self.judge.last_store_refused:
-            clause = "I7"
+        refused = method == "prepare_store" and self.judge.last_store_refused
+        clause = "I7" if refused else method_clause(method, success)
         hashes = self.observed()
         why = f"after {method}"
         self.judged(self.judge.sweep(self.target, hashes, (clause,), why)

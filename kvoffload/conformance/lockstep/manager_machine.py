@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ..judge import EXACT_VICTIM_CLAUSE, ManagerJudge, Step, exception_kind
+from ..judge import EXACT_VICTIM_CLAUSE, ManagerJudge, Step, exception_kind, method_clause
 from .machine_base import ConformanceMachine
 from .strategies import ARG_KINDS, BAD_ELEMENTS, batches, hash_pools, make_argument
 
@@ -199,7 +199,7 @@ class ManagerMachine(ConformanceMachine):
     def _complete_store(self, data: st.DataObject, items: list[bytes]) -> None:
         success = data.draw(st.booleans(), label="success")
         self.call("complete_store", items, self.draw_kind(data, with_set=True), success=success)
-        clause = "M6" if success else "M7"
+        clause = method_clause("complete_store", success)
         self.exercised(clause, "C3")
         self.sweep((clause,), f"after complete_store(success={success})")
 
