@@ -51,6 +51,9 @@ EXACT_VICTIM_CLAUSE = {policy: clauses[0] for policy, (clauses, _) in WRONG_VICT
 METHOD_CLAUSE = {"lookup": "M1", "prepare_load": "M2", "complete_load": "M3", "touch": "M4",
                  "prepare_store": "M5", "complete_store": "M6", "take_events": "M8"}
 
+#: A block's state, by what K1's ``lookup(key, ctx)`` answers for it (``expected_lookup``).
+STATE = {"MISS": "absent", "HIT_PENDING": "pending", "HIT": "ready"}
+
 
 def method_clause(method: str, success: bool = True) -> str:
     """The clause a call is judged under: its method's, M7 for a failed ``complete_store``."""
@@ -515,7 +518,7 @@ class ManagerJudge:
                 return Verdict(("M1",), f"lookup([{self.name(h)}]) raised {error!r} ({why})")
             if got == expected[index]:
                 continue
-            state = {None: "absent", -1: "pending"}.get(self.ref(h), "ready")
+            state = STATE[expected_lookup(self.ref(h))]
             found = self.refine(clauses, h) if got else clauses
             if got and self.ref(h) == -1:
                 found = ("M1", *clauses)  # pending blocks end the prefix
@@ -541,9 +544,8 @@ class ManagerJudge:
             found = (*clauses, "K1")  # the target lost a ready block, or still holds one the model dropped
         else:
             found = ("K1", *clauses)  # the answer itself is wrong (MISS or RETRY while pending)
-        state = {"MISS": "absent", "HIT_PENDING": "pending", "HIT": "ready"}[want]
-        return Verdict(found, f"{why}, lookup({self.name(h)}, ctx) answered {got}, but {self.name(h)} is {state}: "
-                       f"K1 expects {want}", f"{var}[{index}] == {want!r}")
+        return Verdict(found, f"{why}, lookup({self.name(h)}, ctx) answered {got}, but {self.name(h)} is "
+                       f"{STATE[want]}: K1 expects {want}", f"{var}[{index}] == {want!r}")
 
     def prefix_lookups(self, target: Any, queries: Iterable[Sequence[bytes]], clause: str, why: str) -> Verdict | None:
         """M1 on longer queries: the longest prefix of ready hashes."""
