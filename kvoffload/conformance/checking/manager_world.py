@@ -212,16 +212,15 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         argument: Any = OneShot(items) if oneshot else list(items)
         keywords = {"success": success} if method == "complete_store" else {}
         if method == "complete_load":
-            self.inflight.remove(tuple(items))
+            self.inflight.remove(hashes)
         step = self.judge.step(self.target, method, argument, items, "r", "iter" if oneshot else "list", **keywords)
         if step.model[1] is not None:  # never on protocol-keeping sequences
             raise AssertionError(f"the model raised {step.model[1]!r} on a protocol-keeping call")
         self.judged(step.verdict)
         if method == "prepare_load":
-            self.inflight.append(tuple(items))
-        self.judged(self.judge.events(self.target))
+            self.inflight.append(hashes)
         self.last = (method, success)
-        self.judged(self.judge.aliasing())
+        self.judged(self.judge.events(self.target) or self.judge.aliasing())
         if self.observing and not self.exact:
             self.observe(method, success)
 
