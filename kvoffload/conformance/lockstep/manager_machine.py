@@ -93,21 +93,18 @@ class ManagerMachine(ConformanceMachine):
             source = "a"
         call_source = f"m.{method}({source}{keyword_source})"
         model_error = None if step.early_stop else step.model[1]
-        expected, clause = "", "M9"
-        if step.early_stop:
-            self.log.add(f"{call_source}  # stops at the first miss")
-        elif model_error is not None:
-            expected = exception_kind(model_error).__name__
-            # the clause first, as in every other failing line of a reproduction
-            clause = getattr(model_error, "clause", "M9")
-            detail = str(model_error).removeprefix(f"{clause}: ")
-            self.log.add_raising(call_source, expected, f"{clause}: expected {expected} ({detail})")
-        else:
-            self.log.add(f"{var} = {call_source}")
+        if model_error is None:
+            self.log.add(f"{call_source}  # stops at the first miss" if step.early_stop else f"{var} = {call_source}")
+            self.judged(step.verdict)
+            return step
+        expected = exception_kind(model_error).__name__
+        # the clause first, as in every other failing line of a reproduction
+        clause = getattr(model_error, "clause", "M9")
+        detail = str(model_error).removeprefix(f"{clause}: ")
+        self.log.add_raising(call_source, expected, f"{clause}: expected {expected} ({detail})")
         self.judged(step.verdict)
-        if model_error is not None:
-            self.exercised("M9", clause)
-            self.sweep(("I7", "M9"), f"after {method} raised {expected}")
+        self.exercised("M9", clause)
+        self.sweep(("I7", "M9"), f"after {method} raised {expected}")
         return step
 
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
