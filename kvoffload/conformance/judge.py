@@ -486,11 +486,9 @@ class ManagerJudge:
         failed, self.failed_since_take = self.failed_since_take, set()
         if not self.events_on and view:
             return Verdict(("M8",), "events are off, but take_events yielded events", f"{var} == []")
-        for event in target_events:
-            meta = (event.block_size, event.medium)
-            if self.event_meta is None:
-                self.event_meta = meta
-            elif meta != self.event_meta:
+        for meta in [(event.block_size, event.medium) for event in target_events]:
+            self.event_meta = self.event_meta or meta  # the first event's: every later one must agree
+            if meta != self.event_meta:
                 return Verdict(("M8",), f"event block_size/medium {meta!r} differ from earlier {self.event_meta!r}")
         ready = self.ready_set()
         if view != expected:
