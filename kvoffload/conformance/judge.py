@@ -28,7 +28,7 @@ from .lockstep.strategies import ONE_SHOT_KINDS, OneShot, listed
 __all__ = [
     "EXACT_VICTIM_CLAUSE", "EventView", "JudgedManager", "ManagerJudge", "Outcome", "Step", "Verdict", "confusable",
     "event_blame", "exception_kind", "invoke", "judge_evict", "judge_gets", "judge_ref_counts", "judge_refusal",
-    "listed", "method_clause", "policy_call", "victim_blame", "victim_fault",
+    "listed", "method_clause", "policy_call", "victim_blame",
 ]
 
 #: Events as compared: (hashes, removed).
@@ -137,37 +137,6 @@ def event_blame(
     return (clause, "M8", "I5")
 
 
-def victim_fault(
-    evicted: Sequence[object], before: Mapping[Any, int], protected: Set[object], need: int, name: Name, var: str = "r"
-) -> Verdict | None:
-    """M5.3, I3: ``prepare_store``'s victims must be ``need`` distinct present blocks,
-    each ready, idle (``before``: ref counts ahead of the call) and outside its input."""
-    for victim in evicted:
-        ref = before.get(victim)
-        if ref == 0 and victim not in protected:
-            continue  # a conforming victim: not named (``name`` is not free on the checker's hot path)
-        label = name(victim)
-        # holds on a fixed target too, also where that one refuses the store
-        absent = f"{var} is None or {label} not in {var}.block_hashes_evicted"
-        if ref is None:  # (the present hashes are the model's: bytes)
-            return Verdict(refine(("M5",), victim, before), f"prepare_store evicted {label}, which is not present",
-                           absent)
-        if ref == -1:
-            return Verdict(("I3",), f"prepare_store evicted {label}, whose store is still in flight (pending)", absent)
-        if ref > 0:
-            return Verdict(("I3",), f"prepare_store evicted {label}, which {ref} load(s) in flight are reading", absent)
-        if victim in protected:
-            return Verdict(("M5",), f"prepare_store evicted {label}, which is in its own input (M5.3: protected)",
-                           absent)
-    check = f"{var} is None or len({var}.block_hashes_evicted) == {need}"
-    if len(set(evicted)) != len(evicted):
-        return Verdict(("M5",), f"prepare_store evicted a hash twice: {list(evicted)!r}", check)
-    if len(evicted) != need:
-        return Verdict(("M5", "I1") if len(evicted) < need else ("M5",),
-                       f"prepare_store evicted {len(evicted)} blocks, but M5.3 needs exactly {need}", check)
-    return None
-
-
 @attrs.define
 class StoreScope:
     """What M5 expects of a ``prepare_store``, read off the model before the call."""
@@ -187,6 +156,33 @@ class StoreScope:
         protected = set(items)
         evictable = sum(1 for h, r in before.items() if r == 0 and h not in protected)
         return cls(before, to_store, free, max(0, len(to_store) - free), protected, evictable)
+
+    def victim_fault(self, evicted: Sequence[object], name: Name, var: str = "r") -> Verdict | None:
+        """M5.3, I3: ``prepare_store``'s victims must be ``need`` distinct present blocks,
+        each ready, idle (``before``: ref counts ahead of the call) and outside its input."""
+        for victim in evicted:
+            ref = self.before.get(victim)
+            if ref == 0 and victim not in self.protected:
+                continue  # a conforming victim: not named (``name`` is not free on the checker's hot path)
+            label = name(victim)
+            # holds on a fixed target too, also where that one refuses the store
+            absent = f"{var} is None or {label} not in {var}.block_hashes_evicted"
+            if ref is None:  # (the present hashes are the model's: bytes)
+                return Verdict(refine(("M5",), victim, self.before), f"prepare_store evicted {label}, which is "
+                               "not present", absent)
+            if ref != 0:  # I3: pending (-1), or read by loads in flight
+                busy = "whose store is still in flight (pending)" if ref == -1 else \
+                    f"which {ref} load(s) in flight are reading"
+                return Verdict(("I3",), f"prepare_store evicted {label}, {busy}", absent)
+            return Verdict(("M5",), f"prepare_store evicted {label}, which is in its own input (M5.3: protected)",
+                           absent)  # (ready and idle, so it is protected)
+        check = f"{var} is None or len({var}.block_hashes_evicted) == {self.need}"
+        if len(set(evicted)) != len(evicted):
+            return Verdict(("M5",), f"prepare_store evicted a hash twice: {list(evicted)!r}", check)
+        if len(evicted) != self.need:
+            return Verdict(("M5", "I1") if len(evicted) < self.need else ("M5",),
+                           f"prepare_store evicted {len(evicted)} blocks, but M5.3 needs exactly {self.need}", check)
+        return None
 
 
 @attrs.define
@@ -298,7 +294,7 @@ class ManagerJudge:
         self.adopt.next_victims = None
         if error is None and out is not None and hasattr(out, "block_hashes_evicted"):
             evicted = list(out.block_hashes_evicted)
-            if victim_fault(evicted, scope.before, scope.protected, scope.need, self.name) is None:
+            if scope.victim_fault(evicted, self.name) is None:
                 self.adopt.next_victims = evicted
 
     def _errors(self, step: Step, method: str, clause: str, items: list[Any], shape: str) -> Verdict | None:
@@ -402,7 +398,7 @@ class ManagerJudge:
                            f"prepare_store did not store {self.name(missing[0])}, which is absent{admitted} (M5.1); "
                            f"block_hashes_to_store is {listed(self.name, to_store)}",
                            f"{self.name(missing[0])} in {var}.block_hashes_to_store")
-        verdict = victim_fault(evicted, scope.before, scope.protected, scope.need, self.name, var)
+        verdict = scope.victim_fault(evicted, self.name, var)
         if verdict is not None:
             return verdict
         if expected is None:  # only reachable with exact policies
