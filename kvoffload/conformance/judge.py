@@ -260,7 +260,7 @@ class ManagerJudge:
         scope = StoreScope.of(self.model, model_items) if method == "prepare_store" and typed else None
         target_out = invoke(getattr(target, method), argument, **keywords)
         if scope is not None:
-            self._adopt(target_out, scope)
+            self._adopt(target_out[0], scope)
         success = keywords.get("success", True)
         failing = set() if success else {h for h in items if self.ref(h) == -1}
         model_out = invoke(getattr(self.model, method), list(model_items), **keywords)
@@ -286,13 +286,13 @@ class ManagerJudge:
                     self.id_of.pop(h, None)
         return step
 
-    def _adopt(self, target_out: Outcome, scope: StoreScope) -> None:
-        """``any`` mode: the model evicts the target's victims if they are eligible."""
+    def _adopt(self, out: Any, scope: StoreScope) -> None:
+        """``any`` mode: the model evicts the target's victims (``out``: its answer, ``None``
+        if it raised) if they are eligible."""
         if self.adopt is None:
             return
-        out, error = target_out
         self.adopt.next_victims = None
-        if error is None and out is not None and hasattr(out, "block_hashes_evicted"):
+        if hasattr(out, "block_hashes_evicted"):
             evicted = list(out.block_hashes_evicted)
             if scope.victim_fault(evicted, self.name) is None:
                 self.adopt.next_victims = evicted
