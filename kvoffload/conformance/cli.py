@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from .loading import FactoryLoadError, load_factory
+from .loading import load_factory
 from .lockstep.machine_base import TargetSetupError
 from .runner import DEFAULT_BUDGET, POLICY_MODES, run_conformance
 
@@ -64,11 +64,7 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
 def _run(kind: str, factory: str, **options: Any) -> None:
     """``run_conformance`` with the command's options (named as its keywords) and report."""
     try:
-        loaded = load_factory(factory)
-    except FactoryLoadError as error:
-        raise click.UsageError(str(error)) from None
-    try:
-        result = run_conformance(kind, loaded, progress=True, source=factory, **options)
+        result = run_conformance(kind, load_factory(factory), progress=True, source=factory, **options)
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None

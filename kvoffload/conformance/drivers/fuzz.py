@@ -22,7 +22,7 @@ import click
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from ...spec import POLICIES
-from ..loading import FactoryLoadError, builtin_source, load_factory
+from ..loading import builtin_source, load_factory
 from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
 from ..reports.result import ConformanceResult
 from ..runner import check_builds, conformance_settings, machine_for, run_machine
@@ -93,10 +93,7 @@ def plan_rounds(kind: str, target: str, policy: str | None, strict: bool) -> lis
         return [FuzzRound(s, f, m, st) for st in stricts for s, f, m in loaded]
     if target in ("impl", "reference"):
         raise click.UsageError(f"no built-in {target} target for {kind}")
-    try:
-        factory = load_factory(target)
-    except FactoryLoadError as error:
-        raise click.UsageError(str(error)) from None
+    factory = load_factory(target)
     mode = "any" if kind == "backend" else (policy or "any")
     return [FuzzRound(target, factory, mode, strict)]
 
@@ -198,10 +195,7 @@ def _handler_factory(target: str) -> tuple[Callable[..., Any], str]:
     if target == "reference":
         raise click.UsageError("there is no reference copy handler; use --target impl or MODULE:FACTORY")
     source = builtin_source("handler", target)
-    try:
-        return load_factory(source), source
-    except FactoryLoadError as error:
-        raise click.UsageError(str(error)) from None
+    return load_factory(source), source
 
 
 def _database(path: str) -> ExampleDatabase:

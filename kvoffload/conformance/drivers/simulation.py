@@ -23,7 +23,7 @@ from ..judge import JudgedManager, Verdict
 from ..reports.result import CallLog
 from ...spec import POLICIES, CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
 from ...spec.clauses import implements
-from ..loading import FactoryLoadError, builtin_source, load_factory
+from ..loading import builtin_source, load_factory
 
 __all__ = ["SimulationConfig", "SimulationReport", "FaultyHandler", "run_simulation", "manager_factory", "simulate"]
 
@@ -349,11 +349,8 @@ def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, 
     Exit 0: no corrupt load, no leaked block, every manager call conforms (lockstep
     with the model); 1: otherwise; 2: bad arguments.
     """
-    try:
-        make = manager_factory(target, policy)
-        build_handlers = load_factory(builtin_source("handler", handlers))
-    except FactoryLoadError as error:
-        raise click.UsageError(str(error)) from None
+    make = manager_factory(target, policy)
+    build_handlers = load_factory(builtin_source("handler", handlers))
     config = SimulationConfig(requests=requests, seed=seed, capacity=capacity, factor=factor,
                               gpu_blocks=max(48, 2 * 6 * factor + 8),
                               judge_policy=policy if target in ("impl", "reference") else "any")
