@@ -82,20 +82,15 @@ class FuzzOutcome:
 
 def plan_rounds(kind: str, target: str, policy: str | None, strict: bool) -> list[FuzzRound]:
     """The modes to cycle through; raises ``click.UsageError`` for bad arguments."""
-    if target in ("impl", "reference") and kind != "handler":
-        modes = [(builtin_source(kind, target, mode), mode) for mode in (("any",) if kind == "backend" else POLICY_NAMES)]
-        if policy is not None and policy != "any":
-            modes = [m for m in modes if m[1] == policy] or [(modes[0][0], policy)]
-        elif policy == "any":
-            modes = [(source, "any") for source, _ in modes]
-        loaded = [(source, load_factory(source), mode) for source, mode in modes]
-        stricts = [True] if strict else ([False, True] if kind == "manager" else [False])
-        return [FuzzRound(s, f, m, st) for st in stricts for s, f, m in loaded]
-    if target in ("impl", "reference"):
+    if target not in ("impl", "reference"):
+        return [FuzzRound(target, load_factory(target), "any" if kind == "backend" else (policy or "any"), strict)]
+    if kind == "handler":
         raise click.UsageError(f"no built-in {target} target for {kind}")
-    factory = load_factory(target)
-    mode = "any" if kind == "backend" else (policy or "any")
-    return [FuzzRound(target, factory, mode, strict)]
+    # one factory per exact policy (the backend has one for all), judged as ``policy`` or as its own
+    names = ("any",) if kind == "backend" else POLICY_NAMES if policy in (None, "any") else (policy,)
+    loaded = [(builtin_source(kind, target, name), name) for name in names]
+    stricts = [True] if strict else ([False, True] if kind == "manager" else [False])
+    return [FuzzRound(source, load_factory(source), policy or name, st) for st in stricts for source, name in loaded]
 
 
 def _progress(line: str, stream: Any) -> None:
