@@ -13,14 +13,13 @@ interface documents for calls that break the caller protocol (``AssertionError``
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from ....spec import ContractViolation
 from ....spec.clauses import implements
 from ....spec.types import OffloadingEvent, PrepareStoreOutput
-from .detect import require_vllm
+from .detect import parameters, require_vllm
 
 __all__ = ["VllmManagerView", "VllmPolicyView", "LOOKUP_ANSWERS", "DOCUMENTED_ERRORS"]
 
@@ -195,15 +194,6 @@ class VllmManagerView:
         self.failed_since_take.clear()
 
 
-def _takes_context(method: Any, without: int) -> bool:
-    """Whether ``method`` takes a request context after ``without`` positional arguments."""
-    try:
-        parameters = list(inspect.signature(method).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    return len(parameters) > without
-
-
 @implements("K8")
 class VllmPolicyView:
     """A vLLM ``CachePolicy`` driven through the contract's policy calls (K8).
@@ -218,7 +208,8 @@ class VllmPolicyView:
         self.vllm = require_vllm()
         self.policy = policy
         self.seen: dict[bytes, tuple[Any, int]] = {}  # key -> (block, last ref_cnt reported)
-        self.insert_takes_context = _takes_context(policy.insert, 2)
+        # 0.33's insert takes the request's context after the key and the block
+        self.insert_takes_context = len(parameters(policy.insert) or ()) > 2
 
     def _ctx(self) -> Any:
         return self.vllm.ReqContext(req_id="kvoffload-policy")

@@ -14,7 +14,6 @@ target seen through ``VllmManagerView`` (K2), plus what only the per-key interfa
 
 from __future__ import annotations
 
-import inspect
 import random
 from typing import Any, ClassVar
 
@@ -31,21 +30,13 @@ from ...judge import invoke
 from ..machine_base import TargetSetupError
 from ..manager_machine import ManagerMachine
 from .adapter import VllmManagerView
+from .detect import parameters
 
 __all__ = ["VllmManagerMachine"]
 
 #: Clauses of the batch interface whose failure, on a vLLM target, also implicates the
 #: translation of K2 (listed after the broken clause).
 BATCH_CLAUSES = {"M0", "M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8"}
-
-
-def _takes_keyword(factory: Any, name: str) -> bool:
-    """Whether ``factory`` accepts the keyword ``name`` (or any keyword)."""
-    try:
-        parameters = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):
-        return True  # unknown: let the call tell
-    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 #: How often (1 in N) a request is interrupted by ``reset_cache`` (K7) and continues after it.
@@ -123,7 +114,8 @@ class VllmManagerMachine(ManagerMachine):
 
     def build(self, **arguments: Any) -> Any:
         if self.store_threshold >= 2:  # N2, as vLLM's CPUOffloadingManager takes it
-            if not _takes_keyword(self.factory_ref.factory, "store_threshold"):
+            known = parameters(self.factory_ref.factory)  # None: unknown, the call will tell
+            if known is not None and not any(p.name == "store_threshold" or p.kind is p.VAR_KEYWORD for p in known):
                 raise TargetSetupError(f"{self.factory_ref.source} takes no store_threshold keyword: "
                                        "--store-threshold (N2) needs a factory that passes it to the manager")
             arguments["store_threshold"] = self.threshold
