@@ -144,11 +144,7 @@ def record_failure(
         result.clauses, result.message = failure.clauses, failure.message
         result.reproduction = failure.reproduction
         return
-    lines = (
-        traceback.format_exception(type(error), error, error.__traceback__)
-        if full_traceback
-        else traceback.format_exception_only(type(error), error)
-    )
+    lines = (traceback.format_exception if full_traceback else traceback.format_exception_only)(error)
     result.clauses = ("?",)
     result.message = unexpected + "".join(lines).strip()
 
@@ -168,12 +164,9 @@ def seed_only_draws() -> Iterator[None]:
     try:
         from hypothesis.internal.conjecture import providers
         from hypothesis.internal.constants_ast import Constants
-    except ImportError:  # pragma: no cover - a hypothesis without local constants
-        yield
-        return
-    original = getattr(providers, "_get_local_constants", None)
-    cache = getattr(providers, "CONSTANTS_CACHE", None)
-    if original is None or cache is None:  # pragma: no cover - another hypothesis layout
+
+        original, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
+    except (ImportError, AttributeError):  # pragma: no cover - no local constants, or another layout
         yield
         return
     empty = Constants()
