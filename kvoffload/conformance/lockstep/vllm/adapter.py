@@ -13,6 +13,7 @@ interface documents for calls that break the caller protocol (``AssertionError``
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -110,13 +111,9 @@ class VllmManagerView:
 
     # -- the contract's batch interface (M1–M8) ---------------------------------------------
     def lookup(self, block_hashes: Iterable[bytes], ctx: Any = None) -> int:
+        """M1: the leading run of keys that answer HIT, all in one request."""
         ctx = self._ctx(ctx)
-        hits = 0
-        for key in block_hashes:
-            if self.key_lookup(key, ctx) != "HIT":
-                break
-            hits += 1
-        return hits
+        return sum(1 for _ in itertools.takewhile(lambda key: self.key_lookup(key, ctx) == "HIT", block_hashes))
 
     def _per_request(self, method: str, keys: list[bytes], ctx: Any, *rest: Any) -> Any:
         """vLLM's ``method(keys, ctx, *rest)`` for the request ``ctx`` (K2), its documented
@@ -242,8 +239,7 @@ class VllmPolicyView:
 
     def touch(self, block_hashes: Iterable[bytes]) -> None:
         self._sync()
-        keys = list(block_hashes)
-        self.policy.touch(keys, self._ctx())
+        self.policy.touch(list(block_hashes), self._ctx())
 
     def evict(self, n: int, protected: set[bytes]) -> Any:
         self._sync()
