@@ -93,10 +93,20 @@ def plan_rounds(kind: str, target: str, policy: str | None, strict: bool) -> lis
     return [FuzzRound(source, load_factory(source), policy or name, st) for st in stricts for source, name in loaded]
 
 
-def _progress(line: str, stream: Any) -> None:
-    if stream is not None:
-        stream.write("\r" + line + " " * 4)
-        stream.flush()
+def _fuzz_until(outcome: FuzzOutcome, seconds: float, progress: Any, run_round: Callable[[], str]) -> FuzzOutcome:
+    """Rounds until ``seconds`` pass or one records a finding in ``outcome``; ``run_round``
+    returns what the round's progress line (on ``progress``, if given) says."""
+    started = time.perf_counter()
+    while outcome.ok and time.perf_counter() < started + seconds:
+        outcome.rounds += 1
+        said = run_round()
+        outcome.seconds = time.perf_counter() - started
+        if progress is not None:
+            progress.write(f"\r{said}, {outcome.seconds:.0f}/{seconds:.0f} s    ")
+            progress.flush()
+    if progress is not None:
+        progress.write("\n")
+    return outcome
 
 
 def fuzz_machines(
@@ -113,41 +123,29 @@ def fuzz_machines(
     violation is found. Raises ``TargetSetupError`` if a factory cannot build its target."""
     for fuzz_round in rounds:
         check_builds(kind, fuzz_round.factory, fuzz_round.source)
-    max_examples, steps = budget or ROUND_BUDGET[kind]
+    settings = conformance_settings(*(budget or ROUND_BUDGET[kind]), database=database)
     stats = RunStats()
     outcome = FuzzOutcome(kind)
     seeds = random.Random(seed) if seed is not None else None
-    started = time.perf_counter()
-    deadline = started + seconds
-    index = 0
-    while time.perf_counter() < deadline:
-        fuzz_round = rounds[index % len(rounds)]
-        index += 1
+
+    def run_round() -> str:
+        fuzz_round = rounds[(outcome.rounds - 1) % len(rounds)]
         reference = FactoryRef.of(fuzz_round.factory, fuzz_round.source)
         machine = machine_for(kind, reference, fuzz_round.policy, fuzz_round.strict, stats)
         result = ConformanceResult(
             target=fuzz_round.source, kind=kind, policy=fuzz_round.policy if kind != "backend" else "-",
             strict=fuzz_round.strict, ok=True, seed=seed if seed is not None else -1,
         )
-        run_machine(machine, conformance_settings(max_examples, steps, database=database),
-                    seeds.getrandbits(64) if seeds is not None else None, result,
+        run_machine(machine, settings, seeds.getrandbits(64) if seeds is not None else None, result,
                     "the target raised an unexpected error: ", full_traceback=True)
-        if not result.ok:
-            outcome.result = result
-        outcome.rounds = index
-        outcome.seconds = time.perf_counter() - started
-        outcome.steps, outcome.examples = stats.steps, stats.examples
-        outcome.clauses = stats.exercised()
-        _progress(
-            f"fuzz {kind}: round {index} {fuzz_round.label()}: {stats.steps} steps, {stats.examples} examples, "
-            f"{outcome.seconds:.0f}/{seconds:.0f} s, {len(stats.clauses)} clauses exercised",
-            progress,
-        )
-        if outcome.result is not None:
-            stats.record(outcome.result, outcome.seconds)
-            break
-    if progress is not None:
-        progress.write("\n")
+        outcome.result = None if result.ok else result
+        return (f"fuzz {kind}: round {outcome.rounds} {fuzz_round.label()}: {stats.steps} steps, "
+                f"{stats.examples} examples, {len(stats.clauses)} clauses exercised")
+
+    _fuzz_until(outcome, seconds, progress, run_round)
+    outcome.steps, outcome.examples, outcome.clauses = stats.steps, stats.examples, stats.exercised()
+    if outcome.result is not None:
+        stats.record(outcome.result, outcome.seconds)
     return outcome
 
 
@@ -164,26 +162,17 @@ def fuzz_handler(
     from ..lockstep.handler import check_handler
 
     seeds = random.Random(seed)
-    outcome = FuzzOutcome("handler")
-    started = time.perf_counter()
-    while time.perf_counter() < started + seconds:
+    outcome = FuzzOutcome("handler", clauses=("H1", "H2", "H3", "E1"))
+
+    def run_round() -> str:
         round_seed = seeds.getrandbits(32)
         result = check_handler(factory, max_examples=examples_per_round, seed=round_seed, name=name)
-        outcome.rounds += 1
         outcome.examples += result.examples
-        outcome.seconds = time.perf_counter() - started
-        _progress(
-            f"fuzz handler: round {outcome.rounds} (seed {round_seed}): {outcome.examples} examples, "
-            f"{outcome.seconds:.0f}/{seconds:.0f} s",
-            progress,
-        )
         if not result.ok:
             outcome.handler_failure = f"(round seed {round_seed})\n" + result.format()
-            break
-    outcome.clauses = ("H1", "H2", "H3", "E1")
-    if progress is not None:
-        progress.write("\n")
-    return outcome
+        return f"fuzz handler: round {outcome.rounds} (seed {round_seed}): {outcome.examples} examples"
+
+    return _fuzz_until(outcome, seconds, progress, run_round)
 
 
 def _handler_factory(target: str) -> tuple[Callable[..., Any], str]:
