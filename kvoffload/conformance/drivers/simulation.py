@@ -71,26 +71,19 @@ class SimulationReport:
     violation: Verdict | None = None  # the judge's first verdict on the manager's calls
 
     @property
-    def faults(self) -> int:
-        return self.failed_store_transfers + self.failed_load_transfers + self.aborted_stores
-
-    @property
-    def operations(self) -> int:
-        """Block operations: blocks stored, loaded and evicted."""
-        return self.blocks_stored + self.blocks_loaded + self.evictions
-
-    @property
     def ok(self) -> bool:
         return self.corrupt == 0 and self.leaked == 0 and self.violation is None
 
     def format(self) -> str:
         lines = [
             f"requests: {self.requests} ({self.lookups} lookups, {self.touches} touches)",
-            f"block operations: {self.operations} ({self.blocks_stored} stored in {self.stores} stores, "
+            f"block operations: {self.blocks_stored + self.blocks_loaded + self.evictions} "
+            f"({self.blocks_stored} stored in {self.stores} stores, "
             f"{self.blocks_loaded} GPU blocks loaded in {self.loads} loads of which "
             f"{self.partial_first_block_loads} start inside a block, {self.evictions} evicted, "
             f"{self.refusals} stores refused)",
-            f"faults injected: {self.faults} ({self.failed_store_transfers} failed store transfers, "
+            f"faults injected: {self.failed_store_transfers + self.failed_load_transfers + self.aborted_stores} "
+            f"({self.failed_store_transfers} failed store transfers, "
             f"{self.failed_load_transfers} failed load transfers, {self.aborted_stores} aborted stores); "
             f"most jobs in flight at once: {self.max_in_flight}",
             f"corrupt loads: {self.corrupt}",
