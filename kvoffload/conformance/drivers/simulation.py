@@ -10,6 +10,7 @@ ready blocks (E2). Every manager call also goes through the judge (``JudgedManag
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections import deque
@@ -120,15 +121,11 @@ class FaultyHandler:
         self._order.append(job_id)
         return True
 
-    def _collect(self) -> None:
-        for job_id, success in self.inner.get_finished():
-            self._results[job_id] = success
-
     def wait(self, job_ids: set[int]) -> None:
         self.inner.wait({j for j in job_ids if j not in self.failed})
 
     def get_finished(self) -> list[tuple[int, bool]]:
-        self._collect()
+        self._results.update(self.inner.get_finished())
         out: list[tuple[int, bool]] = []
         while self._order and self._order[0] in self._results:
             job_id = self._order.popleft()
@@ -156,14 +153,11 @@ def run_simulation(
     raw_store, raw_load = build(kv, "kv_blocks", config.block_shape[0], f, cap)
     store = FaultyHandler(raw_store, config.store_fail_rate, random.Random(config.seed + 1))
     load = FaultyHandler(raw_load, config.load_fail_rate, random.Random(config.seed + 2))
-    cache: dict[tuple[bytes, int, int], Any] = {}
 
+    @functools.cache
     def content(block_hash: bytes, layer: int, sub: int) -> Any:
-        key = (block_hash, layer, sub)
-        if key not in cache:
-            seed = int.from_bytes(hashlib.sha256(block_hash + bytes([layer, sub])).digest()[:8], "little")
-            cache[key] = torch.randn((2, *config.block_shape), generator=torch.Generator().manual_seed(seed))
-        return cache[key]
+        seed = int.from_bytes(hashlib.sha256(block_hash + bytes([layer, sub])).digest()[:8], "little")
+        return torch.randn((2, *config.block_shape), generator=torch.Generator().manual_seed(seed))
 
     def chain(root: int, labels: list[int]) -> list[bytes]:
         hashes, parent = [], bytes([root]) * 32
@@ -219,14 +213,13 @@ def run_simulation(
 
     def finish_some(all_of_them: bool = False) -> None:
         while pending_loads or pending_stores:
-            work = [("load", i) for i in range(len(pending_loads))] + [("store", i) for i in range(len(pending_stores))]
             if not all_of_them and rng.random() < 0.5:
                 return
-            direction, index = rng.choice(work)  # out of order across directions
-            if direction == "load":
+            index = rng.randrange(len(pending_loads) + len(pending_stores))  # out of order across directions
+            if index < len(pending_loads):
                 finish_load(*pending_loads.pop(index))
             else:
-                finish_store(*pending_stores.pop(index))
+                finish_store(*pending_stores.pop(index - len(pending_loads)))
             if not all_of_them and rng.random() < 0.5:
                 return
 
