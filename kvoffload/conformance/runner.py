@@ -125,30 +125,6 @@ def check_builds(kind: str, factory: Callable[..., Any], source: str) -> Any:
         ) from error
 
 
-def record_failure(
-    result: ConformanceResult, error: BaseException, unexpected: str, *, full_traceback: bool
-) -> None:
-    """Fill ``result`` from what a hypothesis run raised.
-
-    A ``TargetSetupError`` is re-raised (exit 2: the target could not be built). A
-    ``ConformanceFailure`` gives the clauses, message and reproduction; anything else is
-    reported under clause ``?`` with ``unexpected`` and the error (its whole traceback
-    when ``full_traceback``: a fuzzing finding must be debuggable from the log alone).
-    """
-    setup = find_exception(error, TargetSetupError)
-    if setup is not None:
-        raise setup from None
-    result.ok = False
-    failure = find_exception(error, ConformanceFailure)
-    if failure is not None:
-        result.clauses, result.message = failure.clauses, failure.message
-        result.reproduction = failure.reproduction
-        return
-    lines = (traceback.format_exception if full_traceback else traceback.format_exception_only)(error)
-    result.clauses = ("?",)
-    result.message = unexpected + "".join(lines).strip()
-
-
 @contextlib.contextmanager
 def seed_only_draws() -> Iterator[None]:
     """Draws that depend on the seed alone, not on what else is imported.
@@ -182,8 +158,13 @@ def seed_only_draws() -> Iterator[None]:
 def run_machine(machine: type[ConformanceMachine], settings: hypothesis.settings, seed: int | None,
                 result: ConformanceResult, unexpected: str, *, full_traceback: bool) -> None:
     """One hypothesis run of ``machine`` (seeded unless ``seed`` is ``None``; draws that
-    depend on the seed alone: ``seed_only_draws``); what it raised goes into ``result``
-    (``record_failure``)."""
+    depend on the seed alone: ``seed_only_draws``); what it raised goes into ``result``.
+
+    A ``TargetSetupError`` is re-raised (exit 2: the target could not be built). A
+    ``ConformanceFailure`` gives the clauses, message and reproduction; anything else is
+    reported under clause ``?`` with ``unexpected`` and the error (its whole traceback
+    when ``full_traceback``: a fuzzing finding must be debuggable from the log alone).
+    """
     test = state_machine_test(machine, settings=settings)
     if seed is not None:
         test = hypothesis.seed(seed)(test)
@@ -191,7 +172,18 @@ def run_machine(machine: type[ConformanceMachine], settings: hypothesis.settings
         with seed_only_draws():
             test()
     except Exception as error:
-        record_failure(result, error, unexpected, full_traceback=full_traceback)
+        setup = find_exception(error, TargetSetupError)
+        if setup is not None:
+            raise setup from None
+        result.ok = False
+        failure = find_exception(error, ConformanceFailure)
+        if failure is not None:
+            result.clauses, result.message = failure.clauses, failure.message
+            result.reproduction = failure.reproduction
+            return
+        lines = (traceback.format_exception if full_traceback else traceback.format_exception_only)(error)
+        result.clauses = ("?",)
+        result.message = unexpected + "".join(lines).strip()
 
 
 def conformance_settings(
