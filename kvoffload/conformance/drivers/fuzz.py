@@ -34,9 +34,6 @@ KINDS = ("manager", "backend", "policy", "handler")
 #: (max_examples, steps per example) of one round; a round lasts a second or two.
 ROUND_BUDGET: dict[str, tuple[int, int]] = {"manager": (25, 50), "backend": (40, 40), "policy": (25, 50)}
 
-#: The exact policy modes the built-in targets cycle through (their factories are named after them).
-POLICY_NAMES = tuple(POLICIES)
-
 
 @attrs.frozen
 class FuzzRound:
@@ -86,8 +83,8 @@ def plan_rounds(kind: str, target: str, policy: str | None, strict: bool) -> lis
         return [FuzzRound(target, load_factory(target), "any" if kind == "backend" else (policy or "any"), strict)]
     if kind == "handler":
         raise click.UsageError(f"no built-in {target} target for {kind}")
-    # one factory per exact policy (the backend has one for all), judged as ``policy`` or as its own
-    names = ("any",) if kind == "backend" else POLICY_NAMES if policy in (None, "any") else (policy,)
+    # one factory per exact policy, named after it (the backend has one for all), judged as ``policy`` or as its own
+    names = ("any",) if kind == "backend" else tuple(POLICIES) if policy in (None, "any") else (policy,)
     loaded = [(builtin_source(kind, target, name), name) for name in names]
     stricts = [True] if strict else ([False, True] if kind == "manager" else [False])
     return [FuzzRound(source, load_factory(source), policy or name, st) for st in stricts for source, name in loaded]
@@ -193,7 +190,7 @@ def _database(path: str) -> ExampleDatabase:
 @click.command(name="fuzz", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("kind", type=click.Choice(KINDS))
 @click.option("--target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
-@click.option("--policy", type=click.Choice([*POLICY_NAMES, "any"]), default=None,
+@click.option("--policy", type=click.Choice([*POLICIES, "any"]), default=None,
               help="Pin the policy mode (default: impl/reference cycle lru, arc, s3fifo and sieve exactly; others any).")
 @click.option("--strict", is_flag=True, help="Strict mode only (default for impl managers: alternate).")
 @click.option("--minutes", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,
