@@ -212,18 +212,16 @@ class VllmManagerMachine(ManagerMachine):
         it, after which it goes on (K7)."""
         access = self._open()
         self.positions = self._draw_positions(data)
-        try:
-            if bool(self.ready()) and data.draw(st.booleans(), label="load"):
-                self._request_load(access, data)
-            self._request_stores(access, data, 1)
-            if self._reset_inside(data):
-                before = list(access.observed)
-                access = self.open_request = RequestAccess()  # K7: what it observed before is forgotten
-                self._others_store(data, before)
-                if data.draw(st.booleans(), label="goes on"):
-                    self._request_stores(access, data, 1)
-        finally:
-            self.open_request = None
+        if bool(self.ready()) and data.draw(st.booleans(), label="load"):
+            self._request_load(access, data)
+        self._request_stores(access, data, 1)
+        if self._reset_inside(data):
+            before = list(access.observed)
+            access = self.open_request = RequestAccess()  # K7: what it observed before is forgotten
+            self._others_store(data, before)
+            if data.draw(st.booleans(), label="goes on"):
+                self._request_stores(access, data, 1)
+        self.open_request = None
         self._finish(access)
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
@@ -284,10 +282,8 @@ class VllmManagerMachine(ManagerMachine):
         items = self._large_offer(shuffle, size)
         access = self._open()
         self.positions = self._large_positions(shuffle, items, mode)
-        try:
-            stored = self._offer(access, items, data)
-        finally:
-            self.open_request = None
+        stored = self._offer(access, items, data)
+        self.open_request = None
         self._finish(access)
         if stored:
             self.call("complete_store", stored, "list", success=True)
@@ -393,14 +389,12 @@ class VllmManagerMachine(ManagerMachine):
         held, self.open_request = self.open_request, None
         self.log.add("held, m.request = m.request, None")
         request, self.target.request = self.target.request, None
-        try:
-            again: bool = data.draw(st.booleans(), label="others store its keys")
-            if before and again:
-                self._store_and_complete(before[:self.capacity], data)
-            self.store_fresh(data, rounds, 3, "others' keys")
-        finally:
-            self.log.add("m.request = held")
-            self.target.request, self.open_request = request, held
+        again: bool = data.draw(st.booleans(), label="others store its keys")
+        if before and again:
+            self._store_and_complete(before[:self.capacity], data)
+        self.store_fresh(data, rounds, 3, "others' keys")
+        self.log.add("m.request = held")
+        self.target.request, self.open_request = request, held
 
     @implements("K7")
     def _reset_inside(self, data: st.DataObject) -> bool:
