@@ -214,13 +214,13 @@ class VllmManagerMachine(ManagerMachine):
         self.positions = self._draw_positions(data)
         if bool(self.ready()) and data.draw(st.booleans(), label="load"):
             self._request_load(access, data)
-        self._request_stores(access, data, 1)
+        self._request_stores(access, data)
         if self._reset_inside(data):
             before = list(access.observed)
             access = self.open_request = RequestAccess()  # K7: what it observed before is forgotten
             self._others_store(data, before)
             if data.draw(st.booleans(), label="goes on"):
-                self._request_stores(access, data, 1)
+                self._request_stores(access, data)
         self.open_request = None
         self._finish(access)
         # Recency shows only in later victims: often store fresh keys into the cache at
@@ -313,9 +313,9 @@ class VllmManagerMachine(ManagerMachine):
         keys = items if mode == "all" else [h for h in items if group_index(h) == 0]
         return self._set_positions(dict(zip(keys, shuffle.sample(range(len(self.pool)), len(keys)))))
 
-    def _request_stores(self, access: RequestAccess, data: st.DataObject, least: int) -> None:
-        """``least`` to 2 ``prepare_store`` calls of the open request, observed for K5/K6."""
-        for _ in range(data.draw(st.integers(least, 2), label="stores")):
+    def _request_stores(self, access: RequestAccess, data: st.DataObject) -> None:
+        """One or two ``prepare_store`` calls of the open request, observed for K5/K6."""
+        for _ in range(data.draw(st.integers(1, 2), label="stores")):
             items = self.draw_batch(data, min_size=1)
             if self.positions and self.cuts_positioned_offers:
                 items = self._without_eviction(items)
