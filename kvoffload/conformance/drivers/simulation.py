@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import random
 from collections import deque
 from collections.abc import Callable
@@ -160,11 +161,10 @@ def run_simulation(
         return torch.randn((2, *config.block_shape), generator=torch.Generator().manual_seed(seed))
 
     def chain(root: int, labels: list[int]) -> list[bytes]:
-        hashes, parent = [], bytes([root]) * 32
-        for label in labels:
-            parent = hashlib.sha256(parent + bytes([label])).digest()
-            hashes.append(parent)
-        return hashes
+        """A request's prefix-sharing hashes: each hashes its parent's and its own label."""
+        hashes = itertools.accumulate(labels, lambda parent, label: hashlib.sha256(parent + bytes([label])).digest(),
+                                      initial=bytes([root]) * 32)
+        return list(hashes)[1:]  # the root first
 
     job_ids = iter(range(1, 1 << 62))
     reported: dict[int, bool] = {}
