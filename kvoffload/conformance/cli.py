@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from .loading import FactoryLoadError, load_factory
+from .loading import load_factory
 from .lockstep.machine_base import TargetSetupError
 from .runner import DEFAULT_BUDGET, POLICY_MODES, run_conformance
 
@@ -29,33 +29,33 @@ def conform() -> None:
     """
 
 
+#: Every command's options, then the policy options (managers and policies), each applied in turn.
+OPTIONS = (
+    click.option("--seed", type=int, default=0, show_default=True, help="Random seed; runs are reproducible."),
+    click.option("--steps", type=click.IntRange(min=1), default=None, help="Calls per example (default per target)."),
+    click.option("--max-examples", type=click.IntRange(min=1), default=None,
+                 help="Examples to run (default per target); raise it to fuzz."),
+    click.option("--strict", is_flag=True,
+                 help="Also make protocol-breaking and badly typed calls (M1-M7, M9, B2, B3, P2, P3)."),
+)
+POLICY_OPTIONS = (
+    click.option("--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
+                 help="vllm: the target is written against vLLM 0.32/0.33's OffloadingManager or CachePolicy "
+                      "(K1-K8; needs vLLM importable); auto: detected from its signatures, reported."),
+    click.option("--lru-order", type=click.Choice(["auto", "recency", "request-rank"]), default="auto",
+                 show_default=True,
+                 help="With --policy lru on a vLLM-interface target: recency (L1, vLLM 0.32's order) or "
+                      "request-rank (N9, vLLM 0.33's LRUCachePolicy); auto: detected, reported."),
+    click.option("--policy", type=click.Choice(list(POLICY_MODES)), default="any", show_default=True,
+                 help="lru/arc/s3fifo/sieve: compare victims exactly with the reference policy; "
+                      "any: check M5.3/I3/I6/P5 only."),
+)
+
+
 def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        command = click.option("--seed", type=int, default=0, show_default=True,
-                               help="Random seed; runs are reproducible.")(command)
-        command = click.option("--steps", type=click.IntRange(min=1), default=None,
-                               help="Calls per example (default per target).")(command)
-        command = click.option("--max-examples", type=click.IntRange(min=1), default=None,
-                               help="Examples to run (default per target); raise it to fuzz.")(command)
-        command = click.option("--strict", is_flag=True,
-                               help="Also make protocol-breaking and badly typed calls (M1-M7, M9, B2, B3, P2, P3).")(command)
-        if with_policy:
-            command = click.option(
-                "--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
-                help="vllm: the target is written against vLLM 0.32/0.33's OffloadingManager or CachePolicy "
-                     "(K1-K8; needs vLLM importable); auto: detected from its signatures, reported.",
-            )(command)
-            command = click.option(
-                "--lru-order", type=click.Choice(["auto", "recency", "request-rank"]), default="auto",
-                show_default=True,
-                help="With --policy lru on a vLLM-interface target: recency (L1, vLLM 0.32's order) or "
-                     "request-rank (N9, vLLM 0.33's LRUCachePolicy); auto: detected, reported.",
-            )(command)
-            command = click.option(
-                "--policy", type=click.Choice(list(POLICY_MODES)), default="any", show_default=True,
-                help="lru/arc/s3fifo/sieve: compare victims exactly with the reference policy; "
-                "any: check M5.3/I3/I6/P5 only.",
-            )(command)
+        for option in OPTIONS + (POLICY_OPTIONS if with_policy else ()):
+            command = option(command)
         return click.argument("factory", metavar="MODULE:FACTORY")(command)
 
     return decorate
@@ -64,11 +64,7 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
 def _run(kind: str, factory: str, **options: Any) -> None:
     """``run_conformance`` with the command's options (named as its keywords) and report."""
     try:
-        loaded = load_factory(factory)
-    except FactoryLoadError as error:
-        raise click.UsageError(str(error)) from None
-    try:
-        result = run_conformance(kind, loaded, progress=True, source=factory, **options)
+        result = run_conformance(kind, load_factory(factory), progress=True, source=factory, **options)
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None

@@ -8,11 +8,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import click
+
 __all__ = ["FactoryLoadError", "builtin_source", "load_factory"]
 
 
-class FactoryLoadError(Exception):
-    """The factory could not be loaded (the CLI exits with status 2)."""
+class FactoryLoadError(click.UsageError):
+    """The factory could not be loaded: a usage error, so a command that loads one exits
+    with status 2 and this message without catching it."""
 
 
 def builtin_source(kind: str, target: str, policy: str = "lru") -> str:

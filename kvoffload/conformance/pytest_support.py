@@ -39,9 +39,6 @@ class _Conformance:
     #: OffloadingManager / CachePolicy (K1–K8; needs vLLM importable)
     interface = "auto"
 
-    def _factory(self, **arguments: Any) -> Any:
-        return getattr(self, f"make_{self.kind}")(**arguments)
-
     def _source(self) -> str:
         """How a reproduction builds the target: the test class's own maker method
         (``TestX().make_manager(...)``), which exists and runs as printed."""
@@ -49,7 +46,7 @@ class _Conformance:
 
     def _check(self, strict: bool) -> None:
         assert_conforms(
-            run_conformance(self.kind, self._factory, policy=self.policy, strict=strict,
+            run_conformance(self.kind, getattr(self, f"make_{self.kind}"), policy=self.policy, strict=strict,
                             max_examples=self.max_examples, steps=self.steps, seed=self.seed,
                             interface=self.interface, source=self._source())
         )

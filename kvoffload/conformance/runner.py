@@ -23,6 +23,10 @@ from .lockstep.backend_machine import BackendMachine
 from .lockstep.machine_base import ConformanceMachine, FactoryRef, RunStats, TargetSetupError
 from .lockstep.manager_machine import ManagerMachine
 from .lockstep.policy_machine import PolicyMachine
+from .lockstep.vllm.detect import (
+    INTERFACES, LRU_ORDERS, VllmUnavailable, detect_interface, detect_lru_order, require_vllm,
+)
+from .lockstep.vllm.machines import vllm_machine
 from .reports.result import ConformanceFailure, ConformanceResult
 
 # hypothesis 6.15x ships this function unannotated; one typed name for the suite's callers.
@@ -74,10 +78,6 @@ def machine_for(
     factory and applied by the model when the threshold is 2 or more (N2); ``lru_order``:
     ``recency`` (L1) or ``request-rank`` (N9) for a vLLM-interface target with ``policy="lru"``."""
     base = MACHINES[kind]
-    if interface == "vllm":
-        from .lockstep.vllm.machines import vllm_machine
-
-        base = vllm_machine(kind, lru_order if policy == "lru" else "recency")
     attributes: dict[str, Any] = {
         "factory_ref": factory,
         "policy_mode": policy,
@@ -85,6 +85,7 @@ def machine_for(
         "stats": stats if stats is not None else RunStats(),
     }
     if interface == "vllm":
+        base = vllm_machine(kind, lru_order if policy == "lru" else "recency")
         attributes["lru_order"] = lru_order
     if admission[0] >= 2:
         if interface != "vllm" or kind != "manager":
@@ -125,34 +126,6 @@ def check_builds(kind: str, factory: Callable[..., Any], source: str) -> Any:
         ) from error
 
 
-def record_failure(
-    result: ConformanceResult, error: BaseException, unexpected: str, *, full_traceback: bool
-) -> None:
-    """Fill ``result`` from what a hypothesis run raised.
-
-    A ``TargetSetupError`` is re-raised (exit 2: the target could not be built). A
-    ``ConformanceFailure`` gives the clauses, message and reproduction; anything else is
-    reported under clause ``?`` with ``unexpected`` and the error (its whole traceback
-    when ``full_traceback``: a fuzzing finding must be debuggable from the log alone).
-    """
-    setup = find_exception(error, TargetSetupError)
-    if setup is not None:
-        raise setup from None
-    result.ok = False
-    failure = find_exception(error, ConformanceFailure)
-    if failure is not None:
-        result.clauses, result.message = failure.clauses, failure.message
-        result.reproduction = failure.reproduction
-        return
-    lines = (
-        traceback.format_exception(type(error), error, error.__traceback__)
-        if full_traceback
-        else traceback.format_exception_only(type(error), error)
-    )
-    result.clauses = ("?",)
-    result.message = unexpected + "".join(lines).strip()
-
-
 @contextlib.contextmanager
 def seed_only_draws() -> Iterator[None]:
     """Draws that depend on the seed alone, not on what else is imported.
@@ -168,12 +141,9 @@ def seed_only_draws() -> Iterator[None]:
     try:
         from hypothesis.internal.conjecture import providers
         from hypothesis.internal.constants_ast import Constants
-    except ImportError:  # pragma: no cover - a hypothesis without local constants
-        yield
-        return
-    original = getattr(providers, "_get_local_constants", None)
-    cache = getattr(providers, "CONSTANTS_CACHE", None)
-    if original is None or cache is None:  # pragma: no cover - another hypothesis layout
+
+        original, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
+    except (ImportError, AttributeError):  # pragma: no cover - no local constants, or another layout
         yield
         return
     empty = Constants()
@@ -189,8 +159,13 @@ def seed_only_draws() -> Iterator[None]:
 def run_machine(machine: type[ConformanceMachine], settings: hypothesis.settings, seed: int | None,
                 result: ConformanceResult, unexpected: str, *, full_traceback: bool) -> None:
     """One hypothesis run of ``machine`` (seeded unless ``seed`` is ``None``; draws that
-    depend on the seed alone: ``seed_only_draws``); what it raised goes into ``result``
-    (``record_failure``)."""
+    depend on the seed alone: ``seed_only_draws``); what it raised goes into ``result``.
+
+    A ``TargetSetupError`` is re-raised (exit 2: the target could not be built). A
+    ``ConformanceFailure`` gives the clauses, message and reproduction; anything else is
+    reported under clause ``?`` with ``unexpected`` and the error (its whole traceback
+    when ``full_traceback``: a fuzzing finding must be debuggable from the log alone).
+    """
     test = state_machine_test(machine, settings=settings)
     if seed is not None:
         test = hypothesis.seed(seed)(test)
@@ -198,7 +173,18 @@ def run_machine(machine: type[ConformanceMachine], settings: hypothesis.settings
         with seed_only_draws():
             test()
     except Exception as error:
-        record_failure(result, error, unexpected, full_traceback=full_traceback)
+        setup = find_exception(error, TargetSetupError)
+        if setup is not None:
+            raise setup from None
+        result.ok = False
+        failure = find_exception(error, ConformanceFailure)
+        if failure is not None:
+            result.clauses, result.message = failure.clauses, failure.message
+            result.reproduction = failure.reproduction
+            return
+        lines = (traceback.format_exception if full_traceback else traceback.format_exception_only)(error)
+        result.clauses = ("?",)
+        result.message = unexpected + "".join(lines).strip()
 
 
 def conformance_settings(
@@ -268,8 +254,7 @@ def run_conformance(
     built = check_builds(kind, factory, reference.source)
     interface = resolve_interface(kind, built, interface)
     lru_order = resolve_lru_order(built, interface, policy, lru_order)
-    label = f"{kind} {reference.source}"
-    stats = RunStats(progress=progress, label=label)
+    stats = RunStats(progress=progress, label=f"{kind} {reference.source}")
     if type(store_threshold) is not int or store_threshold < 0:
         raise ValueError(f"N2: store_threshold={store_threshold!r} must be a non-negative integer")
     if max_tracker_size is not None and (type(max_tracker_size) is not int or max_tracker_size < 1):
@@ -296,8 +281,6 @@ def run_conformance(
 def resolve_interface(kind: str, target: Any, interface: str) -> str:
     """``"contract"`` or ``"vllm"``: as given, or detected on a built target (``"auto"``).
     vLLM targets need vLLM importable: ``TargetSetupError`` saying so otherwise (K1)."""
-    from .lockstep.vllm.detect import INTERFACES, VllmUnavailable, detect_interface, require_vllm
-
     if interface not in INTERFACES:
         raise ValueError(f"interface={interface!r} is not one of {list(INTERFACES)}")
     if interface == "auto":
@@ -316,8 +299,6 @@ def resolve_lru_order(target: Any, interface: str, policy: str, lru_order: str) 
     """N9: the LRU order the target is judged by: ``recency`` (L1) or ``request-rank``
     (N9, vLLM-interface targets with ``policy="lru"`` only), as given or detected
     (``auto``); ``-`` when no LRU order is judged."""
-    from .lockstep.vllm.detect import LRU_ORDERS, detect_lru_order
-
     if lru_order not in LRU_ORDERS:
         raise ValueError(f"lru_order={lru_order!r} is not one of {list(LRU_ORDERS)}")
     if policy != "lru":

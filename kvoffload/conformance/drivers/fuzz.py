@@ -22,7 +22,7 @@ import click
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from ...spec import POLICIES
-from ..loading import FactoryLoadError, builtin_source, load_factory
+from ..loading import builtin_source, load_factory
 from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
 from ..reports.result import ConformanceResult
 from ..runner import check_builds, conformance_settings, machine_for, run_machine
@@ -33,9 +33,6 @@ DEFAULT_DATABASE = ".kvoffload-fuzz-db"
 KINDS = ("manager", "backend", "policy", "handler")
 #: (max_examples, steps per example) of one round; a round lasts a second or two.
 ROUND_BUDGET: dict[str, tuple[int, int]] = {"manager": (25, 50), "backend": (40, 40), "policy": (25, 50)}
-
-#: The exact policy modes the built-in targets cycle through (their factories are named after them).
-POLICY_NAMES = tuple(POLICIES)
 
 
 @attrs.frozen
@@ -82,29 +79,31 @@ class FuzzOutcome:
 
 def plan_rounds(kind: str, target: str, policy: str | None, strict: bool) -> list[FuzzRound]:
     """The modes to cycle through; raises ``click.UsageError`` for bad arguments."""
-    if target in ("impl", "reference") and kind != "handler":
-        modes = [(builtin_source(kind, target, mode), mode) for mode in (("any",) if kind == "backend" else POLICY_NAMES)]
-        if policy is not None and policy != "any":
-            modes = [m for m in modes if m[1] == policy] or [(modes[0][0], policy)]
-        elif policy == "any":
-            modes = [(source, "any") for source, _ in modes]
-        loaded = [(source, load_factory(source), mode) for source, mode in modes]
-        stricts = [True] if strict else ([False, True] if kind == "manager" else [False])
-        return [FuzzRound(s, f, m, st) for st in stricts for s, f, m in loaded]
-    if target in ("impl", "reference"):
+    if target not in ("impl", "reference"):
+        return [FuzzRound(target, load_factory(target), "any" if kind == "backend" else (policy or "any"), strict)]
+    if kind == "handler":
         raise click.UsageError(f"no built-in {target} target for {kind}")
-    try:
-        factory = load_factory(target)
-    except FactoryLoadError as error:
-        raise click.UsageError(str(error)) from None
-    mode = "any" if kind == "backend" else (policy or "any")
-    return [FuzzRound(target, factory, mode, strict)]
+    # one factory per exact policy, named after it (the backend has one for all), judged as ``policy`` or as its own
+    names = ("any",) if kind == "backend" else tuple(POLICIES) if policy in (None, "any") else (policy,)
+    loaded = [(builtin_source(kind, target, name), name) for name in names]
+    stricts = [True] if strict else ([False, True] if kind == "manager" else [False])
+    return [FuzzRound(source, load_factory(source), policy or name, st) for st in stricts for source, name in loaded]
 
 
-def _progress(line: str, stream: Any) -> None:
-    if stream is not None:
-        stream.write("\r" + line + " " * 4)
-        stream.flush()
+def _fuzz_until(outcome: FuzzOutcome, seconds: float, progress: Any, run_round: Callable[[], str]) -> FuzzOutcome:
+    """Rounds until ``seconds`` pass or one records a finding in ``outcome``; ``run_round``
+    returns what the round's progress line (on ``progress``, if given) says."""
+    started = time.perf_counter()
+    while outcome.ok and time.perf_counter() < started + seconds:
+        outcome.rounds += 1
+        said = run_round()
+        outcome.seconds = time.perf_counter() - started
+        if progress is not None:
+            progress.write(f"\r{said}, {outcome.seconds:.0f}/{seconds:.0f} s    ")
+            progress.flush()
+    if progress is not None:
+        progress.write("\n")
+    return outcome
 
 
 def fuzz_machines(
@@ -121,41 +120,29 @@ def fuzz_machines(
     violation is found. Raises ``TargetSetupError`` if a factory cannot build its target."""
     for fuzz_round in rounds:
         check_builds(kind, fuzz_round.factory, fuzz_round.source)
-    max_examples, steps = budget or ROUND_BUDGET[kind]
+    settings = conformance_settings(*(budget or ROUND_BUDGET[kind]), database=database)
     stats = RunStats()
     outcome = FuzzOutcome(kind)
     seeds = random.Random(seed) if seed is not None else None
-    started = time.perf_counter()
-    deadline = started + seconds
-    index = 0
-    while time.perf_counter() < deadline:
-        fuzz_round = rounds[index % len(rounds)]
-        index += 1
+
+    def run_round() -> str:
+        fuzz_round = rounds[(outcome.rounds - 1) % len(rounds)]
         reference = FactoryRef.of(fuzz_round.factory, fuzz_round.source)
         machine = machine_for(kind, reference, fuzz_round.policy, fuzz_round.strict, stats)
         result = ConformanceResult(
             target=fuzz_round.source, kind=kind, policy=fuzz_round.policy if kind != "backend" else "-",
             strict=fuzz_round.strict, ok=True, seed=seed if seed is not None else -1,
         )
-        run_machine(machine, conformance_settings(max_examples, steps, database=database),
-                    seeds.getrandbits(64) if seeds is not None else None, result,
+        run_machine(machine, settings, seeds.getrandbits(64) if seeds is not None else None, result,
                     "the target raised an unexpected error: ", full_traceback=True)
-        if not result.ok:
-            outcome.result = result
-        outcome.rounds = index
-        outcome.seconds = time.perf_counter() - started
-        outcome.steps, outcome.examples = stats.steps, stats.examples
-        outcome.clauses = stats.exercised()
-        _progress(
-            f"fuzz {kind}: round {index} {fuzz_round.label()}: {stats.steps} steps, {stats.examples} examples, "
-            f"{outcome.seconds:.0f}/{seconds:.0f} s, {len(stats.clauses)} clauses exercised",
-            progress,
-        )
-        if outcome.result is not None:
-            stats.record(outcome.result, outcome.seconds)
-            break
-    if progress is not None:
-        progress.write("\n")
+        outcome.result = None if result.ok else result
+        return (f"fuzz {kind}: round {outcome.rounds} {fuzz_round.label()}: {stats.steps} steps, "
+                f"{stats.examples} examples, {len(stats.clauses)} clauses exercised")
+
+    _fuzz_until(outcome, seconds, progress, run_round)
+    outcome.steps, outcome.examples, outcome.clauses = stats.steps, stats.examples, stats.exercised()
+    if outcome.result is not None:
+        stats.record(outcome.result, outcome.seconds)
     return outcome
 
 
@@ -172,36 +159,24 @@ def fuzz_handler(
     from ..lockstep.handler import check_handler
 
     seeds = random.Random(seed)
-    outcome = FuzzOutcome("handler")
-    started = time.perf_counter()
-    while time.perf_counter() < started + seconds:
+    outcome = FuzzOutcome("handler", clauses=("H1", "H2", "H3", "E1"))
+
+    def run_round() -> str:
         round_seed = seeds.getrandbits(32)
         result = check_handler(factory, max_examples=examples_per_round, seed=round_seed, name=name)
-        outcome.rounds += 1
         outcome.examples += result.examples
-        outcome.seconds = time.perf_counter() - started
-        _progress(
-            f"fuzz handler: round {outcome.rounds} (seed {round_seed}): {outcome.examples} examples, "
-            f"{outcome.seconds:.0f}/{seconds:.0f} s",
-            progress,
-        )
         if not result.ok:
             outcome.handler_failure = f"(round seed {round_seed})\n" + result.format()
-            break
-    outcome.clauses = ("H1", "H2", "H3", "E1")
-    if progress is not None:
-        progress.write("\n")
-    return outcome
+        return f"fuzz handler: round {outcome.rounds} (seed {round_seed}): {outcome.examples} examples"
+
+    return _fuzz_until(outcome, seconds, progress, run_round)
 
 
 def _handler_factory(target: str) -> tuple[Callable[..., Any], str]:
     if target == "reference":
         raise click.UsageError("there is no reference copy handler; use --target impl or MODULE:FACTORY")
     source = builtin_source("handler", target)
-    try:
-        return load_factory(source), source
-    except FactoryLoadError as error:
-        raise click.UsageError(str(error)) from None
+    return load_factory(source), source
 
 
 def _database(path: str) -> ExampleDatabase:
@@ -215,7 +190,7 @@ def _database(path: str) -> ExampleDatabase:
 @click.command(name="fuzz", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("kind", type=click.Choice(KINDS))
 @click.option("--target", default="impl", show_default=True, help="impl, reference, or MODULE:FACTORY.")
-@click.option("--policy", type=click.Choice([*POLICY_NAMES, "any"]), default=None,
+@click.option("--policy", type=click.Choice([*POLICIES, "any"]), default=None,
               help="Pin the policy mode (default: impl/reference cycle lru, arc, s3fifo and sieve exactly; others any).")
 @click.option("--strict", is_flag=True, help="Strict mode only (default for impl managers: alternate).")
 @click.option("--minutes", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True,

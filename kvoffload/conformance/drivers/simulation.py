@@ -10,7 +10,9 @@ ready blocks (E2). Every manager call also goes through the judge (``JudgedManag
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import random
 from collections import deque
 from collections.abc import Callable
@@ -23,7 +25,7 @@ from ..judge import JudgedManager, Verdict
 from ..reports.result import CallLog
 from ...spec import POLICIES, CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
 from ...spec.clauses import implements
-from ..loading import FactoryLoadError, builtin_source, load_factory
+from ..loading import builtin_source, load_factory
 
 __all__ = ["SimulationConfig", "SimulationReport", "FaultyHandler", "run_simulation", "manager_factory", "simulate"]
 
@@ -71,26 +73,19 @@ class SimulationReport:
     violation: Verdict | None = None  # the judge's first verdict on the manager's calls
 
     @property
-    def faults(self) -> int:
-        return self.failed_store_transfers + self.failed_load_transfers + self.aborted_stores
-
-    @property
-    def operations(self) -> int:
-        """Block operations: blocks stored, loaded and evicted."""
-        return self.blocks_stored + self.blocks_loaded + self.evictions
-
-    @property
     def ok(self) -> bool:
         return self.corrupt == 0 and self.leaked == 0 and self.violation is None
 
     def format(self) -> str:
         lines = [
             f"requests: {self.requests} ({self.lookups} lookups, {self.touches} touches)",
-            f"block operations: {self.operations} ({self.blocks_stored} stored in {self.stores} stores, "
+            f"block operations: {self.blocks_stored + self.blocks_loaded + self.evictions} "
+            f"({self.blocks_stored} stored in {self.stores} stores, "
             f"{self.blocks_loaded} GPU blocks loaded in {self.loads} loads of which "
             f"{self.partial_first_block_loads} start inside a block, {self.evictions} evicted, "
             f"{self.refusals} stores refused)",
-            f"faults injected: {self.faults} ({self.failed_store_transfers} failed store transfers, "
+            f"faults injected: {self.failed_store_transfers + self.failed_load_transfers + self.aborted_stores} "
+            f"({self.failed_store_transfers} failed store transfers, "
             f"{self.failed_load_transfers} failed load transfers, {self.aborted_stores} aborted stores); "
             f"most jobs in flight at once: {self.max_in_flight}",
             f"corrupt loads: {self.corrupt}",
@@ -127,15 +122,11 @@ class FaultyHandler:
         self._order.append(job_id)
         return True
 
-    def _collect(self) -> None:
-        for job_id, success in self.inner.get_finished():
-            self._results[job_id] = success
-
     def wait(self, job_ids: set[int]) -> None:
         self.inner.wait({j for j in job_ids if j not in self.failed})
 
     def get_finished(self) -> list[tuple[int, bool]]:
-        self._collect()
+        self._results.update(self.inner.get_finished())
         out: list[tuple[int, bool]] = []
         while self._order and self._order[0] in self._results:
             job_id = self._order.popleft()
@@ -163,21 +154,17 @@ def run_simulation(
     raw_store, raw_load = build(kv, "kv_blocks", config.block_shape[0], f, cap)
     store = FaultyHandler(raw_store, config.store_fail_rate, random.Random(config.seed + 1))
     load = FaultyHandler(raw_load, config.load_fail_rate, random.Random(config.seed + 2))
-    cache: dict[tuple[bytes, int, int], Any] = {}
 
+    @functools.cache
     def content(block_hash: bytes, layer: int, sub: int) -> Any:
-        key = (block_hash, layer, sub)
-        if key not in cache:
-            seed = int.from_bytes(hashlib.sha256(block_hash + bytes([layer, sub])).digest()[:8], "little")
-            cache[key] = torch.randn((2, *config.block_shape), generator=torch.Generator().manual_seed(seed))
-        return cache[key]
+        seed = int.from_bytes(hashlib.sha256(block_hash + bytes([layer, sub])).digest()[:8], "little")
+        return torch.randn((2, *config.block_shape), generator=torch.Generator().manual_seed(seed))
 
     def chain(root: int, labels: list[int]) -> list[bytes]:
-        hashes, parent = [], bytes([root]) * 32
-        for label in labels:
-            parent = hashlib.sha256(parent + bytes([label])).digest()
-            hashes.append(parent)
-        return hashes
+        """A request's prefix-sharing hashes: each hashes its parent's and its own label."""
+        hashes = itertools.accumulate(labels, lambda parent, label: hashlib.sha256(parent + bytes([label])).digest(),
+                                      initial=bytes([root]) * 32)
+        return list(hashes)[1:]  # the root first
 
     job_ids = iter(range(1, 1 << 62))
     reported: dict[int, bool] = {}
@@ -226,14 +213,13 @@ def run_simulation(
 
     def finish_some(all_of_them: bool = False) -> None:
         while pending_loads or pending_stores:
-            work = [("load", i) for i in range(len(pending_loads))] + [("store", i) for i in range(len(pending_stores))]
             if not all_of_them and rng.random() < 0.5:
                 return
-            direction, index = rng.choice(work)  # out of order across directions
-            if direction == "load":
+            index = rng.randrange(len(pending_loads) + len(pending_stores))  # out of order across directions
+            if index < len(pending_loads):
                 finish_load(*pending_loads.pop(index))
             else:
-                finish_store(*pending_stores.pop(index))
+                finish_store(*pending_stores.pop(index - len(pending_loads)))
             if not all_of_them and rng.random() < 0.5:
                 return
 
@@ -349,11 +335,8 @@ def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, 
     Exit 0: no corrupt load, no leaked block, every manager call conforms (lockstep
     with the model); 1: otherwise; 2: bad arguments.
     """
-    try:
-        make = manager_factory(target, policy)
-        build_handlers = load_factory(builtin_source("handler", handlers))
-    except FactoryLoadError as error:
-        raise click.UsageError(str(error)) from None
+    make = manager_factory(target, policy)
+    build_handlers = load_factory(builtin_source("handler", handlers))
     config = SimulationConfig(requests=requests, seed=seed, capacity=capacity, factor=factor,
                               gpu_blocks=max(48, 2 * 6 * factor + 8),
                               judge_policy=policy if target in ("impl", "reference") else "any")

@@ -98,9 +98,7 @@ def check_tier(factory: Callable[..., Any], policy: str = "lru", seeds: int = 4,
             if finding is not None:
                 findings.append(f"seed {seed}, step {job}: {finding}")
                 break
-        close = getattr(tier, "close", None)
-        if close is not None:
-            close()
+        getattr(tier, "close", lambda: None)()  # a tier holding files or connections lets them go
     return findings
 
 
@@ -113,10 +111,10 @@ class _Clock:
 
 
 def _shared_step(tables: dict[str, Any], model: ReferenceSharedTier, rng: random.Random, clock: _Clock,
-                 held: dict[str, dict[str, list[BlockHash]]], universe: list[BlockHash]) -> str | None:
+                 held: dict[str, tuple[list[BlockHash], list[BlockHash]]], universe: list[BlockHash]) -> str | None:
     name = rng.choice(sorted(tables))
     table, hashes, action = tables[name], rng.sample(universe, rng.randrange(1, 4)), rng.random()
-    pending, pinned = held[name]["pending"], held[name]["pinned"]
+    pending, pinned = held[name]
     if action < 0.3:
         want, got = model.prepare_store(name, hashes, clock.now), table.prepare_store(hashes)
         if (got is None) != (want is None):
@@ -159,7 +157,7 @@ def check_shared_table(factory: Callable[..., Any], steps: int = 400, seed: int 
     clock, rng = _Clock(), random.Random(seed)
     tables = {name: factory(num_blocks=num_blocks, client_id=name, lease_ms=lease_ms, clock=clock) for name in "ab"}
     model = ReferenceSharedTier(num_blocks, lease_ms=lease_ms)
-    held: dict[str, dict[str, list[BlockHash]]] = {n: {"pending": [], "pinned": []} for n in tables}
+    held: dict[str, tuple[list[BlockHash], list[BlockHash]]] = {n: ([], []) for n in tables}  # (pending, pinned)
     universe = [_h(i) for i in range(9)]
     for step in range(steps):
         finding = _shared_step(tables, model, rng, clock, held, universe)

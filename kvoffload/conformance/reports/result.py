@@ -105,11 +105,7 @@ class CallLog:
     def name(self, value: object) -> str:
         """Source form of a hash (``h0``, ``h1``, ...) or of any other element (repr)."""
         if type(value) is bytes:
-            found = self._hash_names.get(value)
-            if found is None:
-                found = f"h{len(self._hash_names)}"
-                self._hash_names[value] = found
-            return found
+            return self._hash_names.setdefault(value, f"h{len(self._hash_names)}")
         return repr(value)
 
     def var(self, prefix: str = "r") -> str:
@@ -125,13 +121,10 @@ class CallLog:
 
     def render(self, construct: str, failing: str = "", header: str = "") -> str:
         """The whole snippet: imports, hash definitions, the calls, the failing check."""
-        out: list[str] = []
-        if header:
-            out.extend(f"# {line}" for line in header.splitlines())
+        out = [f"# {line}" for line in header.splitlines()]
         out.extend(self.imports)
         out.append("")
-        for value, name in self._hash_names.items():
-            out.append(f'{name} = bytes.fromhex("{value.hex()}")')
+        out.extend(f'{name} = bytes.fromhex("{value.hex()}")' for value, name in self._hash_names.items())
         out.append(f"{self.target_var} = {construct}")
         out.extend(self.lines)
         if failing:

@@ -13,20 +13,13 @@ These modes need vLLM importable (``require_vllm``); the rest of the suite does 
 
 from __future__ import annotations
 
+from .adapter import VllmManagerView, VllmPolicyView
 from .detect import INTERFACES, VllmUnavailable, detect_interface, require_vllm
 
 __all__ = ["INTERFACES", "VllmUnavailable", "detect_interface", "require_vllm", "as_contract_manager", "as_contract_policy"]
 
-
-def as_contract_manager(manager: object) -> object:
-    """A vLLM-interface manager seen through the contract's batch interface (K1–K8)."""
-    from .adapter import VllmManagerView
-
-    return VllmManagerView(manager)
-
-
-def as_contract_policy(policy: object) -> object:
-    """A vLLM ``CachePolicy`` seen through the contract's policy interface (K9)."""
-    from .adapter import VllmPolicyView
-
-    return VllmPolicyView(policy)
+#: A vLLM-interface manager seen through the contract's batch interface (K1–K8); the
+#: adapter itself, under the name the reproductions call (vLLM is needed to build one).
+as_contract_manager = VllmManagerView
+#: A vLLM ``CachePolicy`` seen through the contract's policy interface (K8).
+as_contract_policy = VllmPolicyView

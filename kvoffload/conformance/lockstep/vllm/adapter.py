@@ -13,14 +13,14 @@ interface documents for calls that break the caller protocol (``AssertionError``
 
 from __future__ import annotations
 
-import inspect
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from ....spec import ContractViolation
 from ....spec.clauses import implements
 from ....spec.types import OffloadingEvent, PrepareStoreOutput
-from .detect import require_vllm
+from .detect import parameters, require_vllm
 
 __all__ = ["VllmManagerView", "VllmPolicyView", "LOOKUP_ANSWERS", "DOCUMENTED_ERRORS"]
 
@@ -111,13 +111,9 @@ class VllmManagerView:
 
     # -- the contract's batch interface (M1–M8) ---------------------------------------------
     def lookup(self, block_hashes: Iterable[bytes], ctx: Any = None) -> int:
+        """M1: the leading run of keys that answer HIT, all in one request."""
         ctx = self._ctx(ctx)
-        hits = 0
-        for key in block_hashes:
-            if self.key_lookup(key, ctx) != "HIT":
-                break
-            hits += 1
-        return hits
+        return sum(1 for _ in itertools.takewhile(lambda key: self.key_lookup(key, ctx) == "HIT", block_hashes))
 
     def _per_request(self, method: str, keys: list[bytes], ctx: Any, *rest: Any) -> Any:
         """vLLM's ``method(keys, ctx, *rest)`` for the request ``ctx`` (K2), its documented
@@ -195,15 +191,6 @@ class VllmManagerView:
         self.failed_since_take.clear()
 
 
-def _takes_context(method: Any, without: int) -> bool:
-    """Whether ``method`` takes a request context after ``without`` positional arguments."""
-    try:
-        parameters = list(inspect.signature(method).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    return len(parameters) > without
-
-
 @implements("K8")
 class VllmPolicyView:
     """A vLLM ``CachePolicy`` driven through the contract's policy calls (K8).
@@ -218,7 +205,8 @@ class VllmPolicyView:
         self.vllm = require_vllm()
         self.policy = policy
         self.seen: dict[bytes, tuple[Any, int]] = {}  # key -> (block, last ref_cnt reported)
-        self.insert_takes_context = _takes_context(policy.insert, 2)
+        # 0.33's insert takes the request's context after the key and the block
+        self.insert_takes_context = len(parameters(policy.insert) or ()) > 2
 
     def _ctx(self) -> Any:
         return self.vllm.ReqContext(req_id="kvoffload-policy")
@@ -251,8 +239,7 @@ class VllmPolicyView:
 
     def touch(self, block_hashes: Iterable[bytes]) -> None:
         self._sync()
-        keys = list(block_hashes)
-        self.policy.touch(keys, self._ctx())
+        self.policy.touch(list(block_hashes), self._ctx())
 
     def evict(self, n: int, protected: set[bytes]) -> Any:
         self._sync()

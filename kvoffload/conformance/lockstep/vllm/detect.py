@@ -27,14 +27,18 @@ def require_vllm() -> Any:
     return base
 
 
-def _required_positional(method: Any) -> int:
-    """How many positional parameters ``method`` (bound) requires, or -1 if unknown."""
+def parameters(method: Any) -> list[inspect.Parameter] | None:
+    """``method``'s parameters (bound: without ``self``), ``None`` if it has no signature to read."""
     try:
-        signature = inspect.signature(method)
+        return list(inspect.signature(method).parameters.values())
     except (TypeError, ValueError):
-        return -1
+        return None
+
+
+def _required_positional(method: Any) -> int:
+    """How many positional parameters ``method`` (bound) requires (0 if unknown)."""
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return sum(1 for p in signature.parameters.values() if p.kind in kinds and p.default is inspect.Parameter.empty)
+    return sum(1 for p in parameters(method) or () if p.kind in kinds and p.default is inspect.Parameter.empty)
 
 
 def detect_interface(kind: str, target: Any) -> str:

@@ -14,7 +14,6 @@ target seen through ``VllmManagerView`` (K2), plus what only the per-key interfa
 
 from __future__ import annotations
 
-import inspect
 import random
 from typing import Any, ClassVar
 
@@ -31,21 +30,13 @@ from ...judge import invoke
 from ..machine_base import TargetSetupError
 from ..manager_machine import ManagerMachine
 from .adapter import VllmManagerView
+from .detect import parameters
 
 __all__ = ["VllmManagerMachine"]
 
 #: Clauses of the batch interface whose failure, on a vLLM target, also implicates the
 #: translation of K2 (listed after the broken clause).
 BATCH_CLAUSES = {"M0", "M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8"}
-
-
-def _takes_keyword(factory: Any, name: str) -> bool:
-    """Whether ``factory`` accepts the keyword ``name`` (or any keyword)."""
-    try:
-        parameters = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):
-        return True  # unknown: let the call tell
-    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
 #: How often (1 in N) a request is interrupted by ``reset_cache`` (K7) and continues after it.
@@ -123,7 +114,8 @@ class VllmManagerMachine(ManagerMachine):
 
     def build(self, **arguments: Any) -> Any:
         if self.store_threshold >= 2:  # N2, as vLLM's CPUOffloadingManager takes it
-            if not _takes_keyword(self.factory_ref.factory, "store_threshold"):
+            known = parameters(self.factory_ref.factory)  # None: unknown, the call will tell
+            if known is not None and not any(p.name == "store_threshold" or p.kind is p.VAR_KEYWORD for p in known):
                 raise TargetSetupError(f"{self.factory_ref.source} takes no store_threshold keyword: "
                                        "--store-threshold (N2) needs a factory that passes it to the manager")
             arguments["store_threshold"] = self.threshold
@@ -220,18 +212,16 @@ class VllmManagerMachine(ManagerMachine):
         it, after which it goes on (K7)."""
         access = self._open()
         self.positions = self._draw_positions(data)
-        try:
-            if bool(self.ready()) and data.draw(st.booleans(), label="load"):
-                self._request_load(access, data)
-            self._request_stores(access, data, 1)
-            if self._reset_inside(data):
-                before = list(access.observed)
-                access = self.open_request = RequestAccess()  # K7: what it observed before is forgotten
-                self._others_store(data, before)
-                if data.draw(st.booleans(), label="goes on"):
-                    self._request_stores(access, data, 1)
-        finally:
-            self.open_request = None
+        if bool(self.ready()) and data.draw(st.booleans(), label="load"):
+            self._request_load(access, data)
+        self._request_stores(access, data)
+        if self._reset_inside(data):
+            before = list(access.observed)
+            access = self.open_request = RequestAccess()  # K7: what it observed before is forgotten
+            self._others_store(data, before)
+            if data.draw(st.booleans(), label="goes on"):
+                self._request_stores(access, data)
+        self.open_request = None
         self._finish(access)
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
@@ -292,10 +282,8 @@ class VllmManagerMachine(ManagerMachine):
         items = self._large_offer(shuffle, size)
         access = self._open()
         self.positions = self._large_positions(shuffle, items, mode)
-        try:
-            stored = self._offer(access, items, data)
-        finally:
-            self.open_request = None
+        stored = self._offer(access, items, data)
+        self.open_request = None
         self._finish(access)
         if stored:
             self.call("complete_store", stored, "list", success=True)
@@ -325,9 +313,9 @@ class VllmManagerMachine(ManagerMachine):
         keys = items if mode == "all" else [h for h in items if group_index(h) == 0]
         return self._set_positions(dict(zip(keys, shuffle.sample(range(len(self.pool)), len(keys)))))
 
-    def _request_stores(self, access: RequestAccess, data: st.DataObject, least: int) -> None:
-        """``least`` to 2 ``prepare_store`` calls of the open request, observed for K5/K6."""
-        for _ in range(data.draw(st.integers(least, 2), label="stores")):
+    def _request_stores(self, access: RequestAccess, data: st.DataObject) -> None:
+        """One or two ``prepare_store`` calls of the open request, observed for K5/K6."""
+        for _ in range(data.draw(st.integers(1, 2), label="stores")):
             items = self.draw_batch(data, min_size=1)
             if self.positions and self.cuts_positioned_offers:
                 items = self._without_eviction(items)
@@ -401,14 +389,12 @@ class VllmManagerMachine(ManagerMachine):
         held, self.open_request = self.open_request, None
         self.log.add("held, m.request = m.request, None")
         request, self.target.request = self.target.request, None
-        try:
-            again: bool = data.draw(st.booleans(), label="others store its keys")
-            if before and again:
-                self._store_and_complete(before[:self.capacity], data)
-            self.store_fresh(data, rounds, 3, "others' keys")
-        finally:
-            self.log.add("m.request = held")
-            self.target.request, self.open_request = request, held
+        again: bool = data.draw(st.booleans(), label="others store its keys")
+        if before and again:
+            self._store_and_complete(before[:self.capacity], data)
+        self.store_fresh(data, rounds, 3, "others' keys")
+        self.log.add("m.request = held")
+        self.target.request, self.open_request = request, held
 
     @implements("K7")
     def _reset_inside(self, data: st.DataObject) -> bool:

@@ -8,6 +8,7 @@ from ..machine_base import ConformanceMachine
 from ..policy_machine import PolicyMachine
 from .adapter import VllmPolicyView
 from .machine import VllmManagerMachine
+from .ranked import RankOrderManagerMachine
 
 __all__ = ["VllmPolicyMachine", "vllm_machine"]
 
@@ -33,11 +34,8 @@ class VllmPolicyMachine(PolicyMachine):
 def vllm_machine(kind: str, lru_order: str = "recency") -> type[ConformanceMachine]:
     """The machine that judges a vLLM-interface ``kind`` (manager or policy); a manager
     ranked by request (N9) gets ``RankOrderManagerMachine``."""
-    if kind == "manager" and lru_order == "request-rank":
-        from .ranked import RankOrderManagerMachine
-
-        return RankOrderManagerMachine
-    machines: dict[str, type[ConformanceMachine]] = {"manager": VllmManagerMachine, "policy": VllmPolicyMachine}
-    if kind not in machines:
+    if kind == "policy":
+        return VllmPolicyMachine
+    if kind != "manager":
         raise ValueError(f"interface='vllm' applies to managers and policies, not to a {kind}")
-    return machines[kind]
+    return RankOrderManagerMachine if lru_order == "request-rank" else VllmManagerMachine
