@@ -11,6 +11,7 @@ hand) or a number (ARC's ``p``).
 from __future__ import annotations
 
 import copy
+import functools
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
@@ -47,19 +48,14 @@ def ghost_capacity(policy: str, capacity: int) -> int:
     return 0
 
 
-_BASE_OF: dict[type, type | None] = {}  # by the policy's own type (once per type: asked for every state)
-
-
-def _exact_base(policy: Any) -> type | None:
-    """The exact policy ``policy`` is or derives from (planted bugs and production keep its fields)."""
-    kind = type(policy)
-    if kind not in _BASE_OF:
-        _BASE_OF[kind] = next((cls for cls in kind.__mro__ if cls in FIELDS), None)
-    return _BASE_OF[kind]
+@functools.cache  # once per type: asked for every state
+def _exact_base(kind: type) -> type | None:
+    """The exact policy ``kind`` is or derives from (planted bugs and production keep its fields)."""
+    return next((cls for cls in kind.__mro__ if cls in FIELDS), None)
 
 
 def _fields(policy: Any) -> tuple[str, ...]:
-    base = _exact_base(policy)
+    base = _exact_base(policy.__class__)
     if base is None:
         raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
     return FIELDS[base]
@@ -68,7 +64,7 @@ def _fields(policy: Any) -> tuple[str, ...]:
 def plain_policy(policy: Any) -> bool:
     """An exact policy, or a subclass of one holding no field of its own (the planted
     bugs): its key is its whole state and ``clone_policy`` copies it."""
-    base = _exact_base(policy)
+    base = _exact_base(policy.__class__)
     return base is not None and vars(policy).keys() == vars(base(1)).keys()
 
 
@@ -76,7 +72,7 @@ def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
     """A target's state if built on a reference policy, else ``None``: keeps apart joint
     states whose targets differ in unseen memory (an extra ghost, another ``p``)."""
     policy = getattr(target, "policy", target)
-    return policy_key(policy, name) if _exact_base(policy) is not None else None
+    return policy_key(policy, name) if _exact_base(policy.__class__) is not None else None
 
 
 def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
