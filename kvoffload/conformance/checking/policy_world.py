@@ -91,7 +91,8 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
                          list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *(imports or [])])), distinguished)
         self.idle = idle  # every block idle (ref_cnt 0), nothing protected
         self.blocks: dict[bytes, BlockStatus] = {}
-        self.all_blocks: list[tuple[BlockStatus, int]] = []  # block, the ref_cnt the caller set
+        #: id(block) -> the block, the ref_cnt the caller set (P6): present blocks, and those the call drops
+        self.refs: dict[int, tuple[BlockStatus, int]] = {}
         self.inserted = 0  # blocks inserted so far (their ids)
         #: A target of an exact policy's fields alone: its key is its whole state, so ``get``
         #: (pure, P1) is judged once per new state (``settle``) and a merged state needs no probe.
@@ -127,7 +128,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         if not self.copyable:
             return None
         new = shallow(self)
-        memo: dict[int, Any] = twin_blocks(block for block, _ in self.all_blocks)
+        memo: dict[int, Any] = twin_blocks(block for block, _ in self.refs.values())
         try:  # a target of a reference policy's fields alone is cloned as the model is
             new.target = clone_policy(self.target, memo) if self.exact else copy.deepcopy(self.target, memo)
         except Exception:  # rebuilt by replay instead
@@ -135,7 +136,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
             return None
         new.model = clone_policy(self.model, memo)
         new.blocks = {h: memo[id(b)] for h, b in self.blocks.items()}
-        new.all_blocks = [(memo[id(b)], ref) for b, ref in self.all_blocks]
+        new.refs = {id(memo[key]): (memo[key], ref) for key, (_, ref) in self.refs.items()}
         new.history = list(self.history)
         new._log = None
         return new
@@ -148,15 +149,14 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
             block = BlockStatus(self.inserted)
             self.inserted += 1
             block.ref_cnt = number
-            self.all_blocks.append((block, number))
+            self.refs[id(block)] = (block, number)
             self.judged(policy_call(self.target, "insert", h, block)[1])
             self.model.insert(h, block)
             self.blocks[h] = block
         elif method == "set_ref":
             block = self.blocks[hashes[0]]
             block.ref_cnt = number
-            index = next(i for i, (b, _) in enumerate(self.all_blocks) if b is block)
-            self.all_blocks[index] = (block, number)
+            self.refs[id(block)] = (block, number)
         elif method == "touch":
             self.judged(policy_call(self.target, "touch", list(hashes))[1])
             self.model.touch(list(hashes))
@@ -167,11 +167,11 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         else:
             self._evict(number, set(hashes))
         self.last = (method,)
-        self.judged(judge_ref_counts(self.all_blocks, f"after {method}"))  # P6: the caller's blocks, every call
+        self.judged(judge_ref_counts(self.refs.values(), f"after {method}"))  # P6: the caller's blocks, every call
         if self.observing and not self.exact:
             self.observe(method)
         live = {id(b) for b in self.blocks.values()}
-        self.all_blocks = [(b, ref) for b, ref in self.all_blocks if id(b) in live]
+        self.refs = {key: entry for key, entry in self.refs.items() if key in live}
 
     def probe(self) -> None:
         """``LockstepWorld.probe``: touch every alphabet hash the model does not hold (untrimmed
