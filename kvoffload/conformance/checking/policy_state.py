@@ -115,16 +115,13 @@ def _entry_key(value: Any) -> Hashable:
 
 def policy_key(policy: Any, name: Callable[[bytes], int]) -> tuple[Hashable, ...]:
     """Every field, in order, hashes renamed by ``name`` (``symmetry.Relabel``)."""
-    key: list[Hashable] = []
-    for field in _fields(policy):
-        value = getattr(policy, field)
-        if isinstance(value, dict):
-            key.append(tuple([(name(h), _entry_key(v)) for h, v in value.items()]))
-        elif isinstance(value, bytes):
-            key.append(name(value))
-        else:
-            key.append(value)
-    return tuple(key)
+    return tuple(_field_key(getattr(policy, field), name) for field in _fields(policy))
+
+
+def _field_key(value: Any, name: Callable[[bytes], int]) -> Hashable:
+    if isinstance(value, dict):
+        return tuple([(name(h), _entry_key(v)) for h, v in value.items()])
+    return name(value) if isinstance(value, bytes) else value
 
 
 def shallow(obj: T) -> T:
@@ -136,8 +133,7 @@ def shallow(obj: T) -> T:
 
 
 def _clone_entry(value: Any, blocks: dict[int, BlockStatus]) -> Any:
-    if value is None:
-        return None
+    """A present entry (ghosts, mapped to ``None``, are copied whole: ``clone_policy``) on ``blocks``."""
     if isinstance(value, BlockStatus):
         return blocks[id(value)]
     twin = copy.copy(value)  # S3-FIFO's and SIEVE's entries have slots
@@ -160,12 +156,8 @@ def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
     new = shallow(policy)
     for field in _fields(policy):
         value = getattr(policy, field)
-        if isinstance(value, dict):
-            entries = list(value.values())
-            if field in _GHOST_FIELDS:  # ghosts map to None: nothing to remap
-                setattr(new, field, value.copy())
-            elif not entries or type(entries[0]) is BlockStatus:  # one field holds one kind of entry
-                setattr(new, field, OrderedDict(zip(value, [blocks[id(entry)] for entry in entries])))
-            else:
-                setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
+        if field in _GHOST_FIELDS:  # ghosts map to None: nothing to remap
+            setattr(new, field, value.copy())
+        elif isinstance(value, dict):
+            setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
     return new
