@@ -34,9 +34,8 @@ def hash_alphabet(size: int = 3, distinguished: int = DISTINGUISHED) -> list[byt
         raise ValueError(f"the hash alphabet needs at least 1 hash, not {size}")
     if not 0 <= distinguished <= DISTINGUISHED:
         raise ValueError(f"distinguished={distinguished} is not in 0..{DISTINGUISHED}")
-    fixed = [HEAD][:distinguished]
-    free = [HEAD + bytes([0x40 + i]) + bytes(range(0x41, 0x50)) for i in range(max(0, size - distinguished))]
-    return (fixed + free)[:size]
+    free = [HEAD + bytes([0x40 + i]) + bytes(range(0x41, 0x50)) for i in range(size - distinguished)]
+    return [HEAD][:distinguished] + free
 
 
 def distinguished_text(distinguished: int) -> str:
