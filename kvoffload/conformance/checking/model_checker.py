@@ -149,14 +149,12 @@ class Exploration(Generic[Op]):
 
 
 def _path_to(parents: dict[Hashable, tuple[Hashable, Any] | None], key: Hashable) -> list[Any]:
+    """The calls from the initial state to ``key``, read off the parent pointers."""
     path: list[Any] = []
-    link = parents[key]
-    while link is not None:
+    while (link := parents[key]) is not None:
         key, op = link
         path.append(op)
-        link = parents[key]
-    path.reverse()
-    return path
+    return path[::-1]
 
 
 def _rebuild(make_world: Callable[[], LockstepWorld[Op]], path: list[Op]) -> LockstepWorld[Op]:
