@@ -33,13 +33,14 @@ from .policy_world import PolicyWorld, policy_alphabet_text
 from ..loading import FactoryLoadError, builtin_source, load_factory
 from .model_checker import Exploration, explore, stderr_progress
 from .policy_state import ghost_capacity
+from ...spec import POLICIES
 from .symmetry import DISTINGUISHED, distinguished_text, hash_alphabet
 
 #: ``--distinguished``'s default: 0, every hash interchangeable, so that the literal ARC capacity-3
 #: command completes (with the prefix hash the space outgrows minutes: README, "Model checking").
 DEFAULT_DISTINGUISHED = 0
 #: The exact policies the checker explores (``--policy``), and the groups it accepts.
-POLICY_NAMES = ("lru", "arc", "s3fifo", "sieve")
+POLICY_NAMES = tuple(POLICIES)
 POLICY_GROUPS = {"both": ("lru", "arc"), "all": POLICY_NAMES}
 
 __all__ = ["check_exhaustive", "ExhaustiveRun", "run_exhaustive", "resolve_target", "saturating_alphabet"]
