@@ -104,10 +104,8 @@ def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[s
     import torch
 
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1), label="fill seed"))
-    if layout == "page":
-        dtype = torch.int8
-    else:
-        dtype = draw(st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.int8]), label="dtype")
+    dtype = torch.int8 if layout == "page" else draw(
+        st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.int8]), label="dtype")
     inner = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=2), label="block shape"))
     layers = draw(st.integers(1, 3), label="layers")
     shape = {
@@ -118,12 +116,9 @@ def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[s
         "page": (num_gpu, draw(st.integers(1, 24), label="page bytes")),
     }[layout]
     count = 1 if layout.startswith("layers") else draw(st.integers(1, 3), label="tensors")
-    tensors = {}
-    for i in range(count):
-        nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
-        raw = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, generator=gen)
-        tensors[f"layer.{i}"] = raw.view(dtype).reshape(shape).to(device)
-    return tensors
+    nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
+    raw = (torch.randint(0, 256, (nbytes,), dtype=torch.uint8, generator=gen) for _ in range(count))
+    return {f"layer.{i}": bits.view(dtype).reshape(shape).to(device) for i, bits in enumerate(raw)}
 
 
 def _bad_specs(model: Any, draw: Any) -> None:
@@ -180,6 +175,18 @@ def _bad_specs(model: Any, draw: Any) -> None:
     model.check_untouched("H1", f"after a refused job ({kind})")
 
 
+def _wait(model: Any, chosen: set[int]) -> None:
+    """``wait`` for the ``chosen`` jobs, each on its own handler: once it returns, a load's
+    bytes are in place (H2)."""
+    for handler, direction in ((model.store, "store"), (model.load, "load")):
+        mine = {j for j in chosen if model.in_flight[j].direction == direction}
+        model.steps.append(f"wait ({direction}) {sorted(mine)}")
+        handler.wait(mine)
+        if direction == "load":
+            for j in sorted(mine):
+                model.landed(model.in_flight[j])
+
+
 def _scenario(
     factory: HandlerFactory,
     draw: Any,
@@ -208,10 +215,11 @@ def _scenario(
         raise HandlerViolationError("S3", f"the factory raised {error!r} on valid arguments", steps) from error
     model = HandlerModel(tensors, layout, f, num_off, store, load, offloaded_spec, steps)
     per_job = max(1, num_gpu // f - 1)
+    # every offloaded block, split into runs that one job each moves (setup and read-back)
+    every_block = [list(range(num_off))[first:first + per_job] for first in range(0, num_off, per_job)]
 
     # Setup: fill every offloaded block, so every later check knows what it must hold.
-    for first in range(0, num_off, per_job):
-        cpu_ids = list(range(first, min(num_off, first + per_job)))
+    for cpu_ids in every_block:
         gpu_ids = draw(st.permutations(range(num_gpu)), label="setup GPU ids")[: len(cpu_ids) * f]
         model.submit_store(gpu_ids, cpu_ids)
     model.poll(store, "store")
@@ -222,6 +230,7 @@ def _scenario(
     )
     for op in ops:
         gr, gw, cr, cw = model.busy()
+        idle_gpu = [g for g in range(num_gpu) if g not in gr | gw]  # no job in flight reads or writes these
         if op == "store":
             free_off = [c for c in range(num_off) if c not in cr | cw]
             free_gpu = [g for g in range(num_gpu) if g not in gw]
@@ -231,32 +240,23 @@ def _scenario(
             model.submit_store(gpu_ids, cpu_ids)
         elif op == "load":
             ready = [c for c in range(num_off) if c not in cw]
-            free_gpu = [g for g in range(num_gpu) if g not in gr | gw]
             k = draw(st.integers(0, min(len(ready), 3)), label="load k")
             cpu_ids = draw(st.permutations(ready), label="load offloaded ids")[:k]
             lo, hi = max(0, k * f - f + 1), k * f
-            if hi > len(free_gpu):
+            if hi > len(idle_gpu):
                 continue
             m = draw(st.integers(lo, hi), label="load m")
-            gpu_ids = draw(st.permutations(free_gpu), label="load GPU ids")[:m]
+            gpu_ids = draw(st.permutations(idle_gpu), label="load GPU ids")[:m]
             model.submit_load(cpu_ids, gpu_ids)
         elif op == "poll":
             model.poll(store, "store")
             model.poll(load, "load")
         elif op == "wait":
             ids = sorted(model.in_flight)
-            chosen = set(draw(st.lists(st.sampled_from(ids), unique=True), label="wait ids")) if ids else set()
-            for h, direction in ((store, "store"), (load, "load")):
-                mine = {j for j in chosen if model.in_flight[j].direction == direction}
-                model.steps.append(f"wait ({direction}) {sorted(mine)}")
-                h.wait(mine)
-                for j in sorted(mine):
-                    if model.in_flight[j].direction == "load":
-                        model.landed(model.in_flight[j])  # H2: wait returned => bytes landed
+            _wait(model, set(draw(st.lists(st.sampled_from(ids), unique=True), label="wait ids")) if ids else set())
         elif op == "scramble":
-            free_gpu = [g for g in range(num_gpu) if g not in gr | gw]
-            if free_gpu:
-                g = draw(st.sampled_from(free_gpu), label="scrambled GPU block")
+            if idle_gpu:
+                g = draw(st.sampled_from(idle_gpu), label="scrambled GPU block")
                 model.steps.append(f"overwrite GPU block {g}")
                 model.write_gpu(g, lambda v: torch.randint_like(v, 0, 256))
         else:
@@ -264,10 +264,7 @@ def _scenario(
         model.check_untouched("H2", f"after step {model.steps[-1]!r}, though no job wrote it")
 
     # Drain: wait for everything, then every job must be reported exactly once.
-    for h, direction in ((store, "store"), (load, "load")):
-        pending = {j for j, job in model.in_flight.items() if job.direction == direction}
-        model.steps.append(f"wait ({direction}) {sorted(pending)}")
-        h.wait(pending)
+    _wait(model, set(model.in_flight))
     for _ in range(200):
         model.poll(store, "store")
         model.poll(load, "load")
@@ -278,12 +275,9 @@ def _scenario(
         model.fail("H2", f"jobs {sorted(model.in_flight)} were never reported, even after wait()")
 
     # Read back every offloaded block: stores (E1, H3) and refusals (H1) show here.
-    targets = list(range(num_gpu))
-    for first in range(0, num_off, per_job):
-        cpu_ids = list(range(first, min(num_off, first + per_job)))
-        gpu_ids = targets[: len(cpu_ids) * f]
+    for cpu_ids in every_block:
         try:
-            model.submit_load(cpu_ids, gpu_ids)
+            model.submit_load(cpu_ids, list(range(len(cpu_ids) * f)))
             load.wait({model.next_id})
             model.poll(load, "load")
         except HandlerViolationError as error:
@@ -349,9 +343,8 @@ def handler(target: str, layouts: Sequence[str], spec_target: str | None, no_shr
     """Check a store/load handler pair (H1–H3, E1). Exit 0 conforms, 1 violation, 2 unloadable."""
     try:
         factory = load_factory(target)
-        spec_cls: Callable[[Sequence[int]], LoadStoreSpec] = CPULoadStoreSpec
-        if spec_target:
-            spec_cls = load_factory(spec_target)
+        spec_cls: Callable[[Sequence[int]], LoadStoreSpec] = (load_factory(spec_target) if spec_target
+                                                              else CPULoadStoreSpec)
     except Exception as error:
         click.echo(f"cannot load {target}: {error}", err=True)
         sys.exit(2)
