@@ -56,17 +56,14 @@ def policy_alphabet_text(hashes: int, touch_max: int, capacity: int, idle: bool 
 def render_policy_op(op: PolicyOp, name: Callable[[object], str], block: int) -> str:
     """``op`` as source; ``block``: the id of the block an insert makes (the inserts before it)."""
     method, hashes, number = op
-    if method == "insert":
-        blk = f"blk{block}"
-        return f"{blk} = BlockStatus({block}); {blk}.ref_cnt = {number}; p.insert({name(hashes[0])}, {blk})"
-    if method == "set_ref":
-        return f"p.get({name(hashes[0])}).ref_cnt = {number}"
-    if method == "touch":
-        return f"p.touch([{', '.join(map(name, hashes))}])"
-    if method == "remove":
-        return f"p.remove({name(hashes[0])})"
-    protected = "{" + ", ".join(map(name, hashes)) + "}" if hashes else "set()"
-    return f"r = p.evict({number}, {protected})"
+    names = ", ".join(map(name, hashes))  # the one hash, but for touch and evict's protected set
+    return {
+        "insert": f"blk{block} = BlockStatus({block}); blk{block}.ref_cnt = {number}; p.insert({names}, blk{block})",
+        "set_ref": f"p.get({names}).ref_cnt = {number}",
+        "touch": f"p.touch([{names}])",
+        "remove": f"p.remove({names})",
+        "evict": f"r = p.evict({number}, {{{names}}})" if hashes else f"r = p.evict({number}, set())",
+    }[method]
 
 
 class PolicyWorld(LockstepWorld[PolicyOp]):
