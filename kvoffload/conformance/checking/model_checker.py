@@ -120,8 +120,7 @@ class LockstepWorld(abc.ABC, Generic[Op]):
             before = self.fingerprint()
             self.observe(*self.last)
             if self.fingerprint() != before:
-                clause = "M1" if hasattr(self.target, "lookup") else "P1"
-                query = "lookup" if clause == "M1" else "get"
+                clause, query = ("M1", "lookup") if hasattr(self.target, "lookup") else ("P1", "get")
                 self.judged(Verdict((clause,), f"the {query}s of every hash after the last call changed the "
                                     f"target's state ({query} is pure)"))
 
