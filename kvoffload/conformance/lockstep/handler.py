@@ -144,7 +144,8 @@ def _bad_specs(model: Any, draw: Any) -> None:
         "job id in flight": lambda: (gpu_spec(gpu), off([0])),
     }
     kind = draw(st.sampled_from(list(specs)), label="bad kind")
-    handler = model.load if kind.startswith("load") else model.store
+    loading = kind.startswith("load")  # every other kind is offered to the store handler
+    handler = model.load if loading else model.store
     job_id: Any = model.new_id()
     if kind == "non-int job id":
         job_id = draw(st.sampled_from([str(job_id), float(job_id) + 0.5, None]), label="bad job id")
@@ -156,12 +157,10 @@ def _bad_specs(model: Any, draw: Any) -> None:
     spec = specs[kind]()
     # A refused job must not write anything: make sure the targets' expected contents
     # differ from the sources, by reading only blocks no in-flight job touches.
-    gr, gw, cr, cw = model.busy()
-    if kind.startswith("load") and (set(range(n_gpu)) & gw or cw):
-        return  # keep it simple: only offer bad loads when nothing could race with them
-    if kind.startswith("store") or kind in ("non-int job id", "job id in flight"):
-        if cr or cw:
-            return
+    _, gw, cr, cw = model.busy()
+    if (gw or cw) if loading else (cr or cw):
+        return  # keep it simple: only offer a bad job when nothing could race with it
+    if not loading:
         model.refused_cpu_targets.update(range(n_off))
     model.steps.append(f"bad job ({kind}) id={job_id!r}: {spec!r}")
     try:
