@@ -104,8 +104,7 @@ def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., A
 
         runtime.wait()
     module, _, name = builtin_source(kind, target, policy).partition(":")
-    return load_factory(f"{module}:{name}"), name, [f"from {module} import {name.split('.')[0]}",
-                                                    "from kvoffload.spec import BlockStatus"]
+    return load_factory(f"{module}:{name}"), name, [f"from {module} import {name.split('.')[0]}"]
 
 
 def run_exhaustive(

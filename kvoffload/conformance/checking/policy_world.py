@@ -85,7 +85,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
     ) -> None:
         self.model = make_reference_policy(policy, capacity)
         super().__init__(build, capacity, policy, hashes, touch_max, construct,
-                         list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *(imports or [])])), distinguished)
+                         ["from kvoffload.spec import BlockStatus", *(imports or [])], distinguished)  # its blocks
         self.idle = idle  # every block idle (ref_cnt 0), nothing protected
         self.blocks: dict[bytes, BlockStatus] = {}
         #: id(block) -> the block, the ref_cnt the caller set (P6): present blocks, and those the call drops
