@@ -105,14 +105,12 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         ops: list[PolicyOp] = []
         if len(self.blocks) < self.capacity:
             ops.extend(("insert", (h,), v) for h in singles if h not in self.blocks for v in refs)
-        for h, block in self.blocks.items():
-            ops.extend(("set_ref", (h,), v) for v in refs if v != block.ref_cnt)
+        ops.extend(("set_ref", (h,), v) for h, block in self.blocks.items() for v in refs if v != block.ref_cnt)
         ops.extend(("touch", seq, 0) for seq in canonical_calls(self.pool, in_state, self.touch_max, self.fixed))
         ops.extend(("remove", (h,), 0) for h in self.blocks)
+        protected_sets = [()] if self.idle else [(), *((h,) for h in singles)]
         ops.append(("evict", (), 0))
-        for n in range(1, self.capacity + 2):
-            ops.append(("evict", (), n))
-            ops.extend(("evict", (h,), n) for h in ([] if self.idle else singles))
+        ops.extend(("evict", protected, n) for n in range(1, self.capacity + 2) for protected in protected_sets)
         return ops
 
     def fingerprint(self) -> Hashable:
