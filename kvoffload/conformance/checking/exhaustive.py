@@ -34,7 +34,7 @@ from ..loading import FactoryLoadError, builtin_source, load_factory
 from .model_checker import Exploration, explore, stderr_progress
 from .policy_state import ghost_capacity
 from ...spec import POLICIES
-from .symmetry import DISTINGUISHED, distinguished_text, hash_alphabet
+from .symmetry import DISTINGUISHED, hash_alphabet
 
 #: ``--distinguished``'s default: 0, every hash interchangeable, so that the literal ARC capacity-3
 #: command completes (with the prefix hash the space outgrows minutes: README, "Model checking").
@@ -76,11 +76,9 @@ class ExhaustiveRun:
         )
 
     def report(self) -> str:
-        r = self.result
-        if r.ok:
+        r, failure = self.result, self.result.failure
+        if failure is None:
             return self.summary()
-        failure = r.failure
-        assert failure is not None
         return (
             f"{self.target} (policy={self.policy}, capacity={self.capacity}) VIOLATES {', '.join(failure.clauses)} "
             f"after {len(r.failing_path)} calls\n{failure.message}\n\n"
@@ -141,8 +139,7 @@ def run_exhaustive(
         build = functools.partial(factory, cache_capacity=capacity)
         make = functools.partial(PolicyWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
                                  distinguished=distinguished, idle=idle)
-        text = (f"{policy_alphabet_text(hashes, touch_max, capacity, idle)}; "
-                f"{distinguished_text(distinguished)} interchangeable")
+        text = policy_alphabet_text(hashes, touch_max, capacity, idle, distinguished)
     else:
         raise ValueError(f"kind={kind!r} is not 'manager' or 'policy'")
     result: Exploration[Any] = explore(make, depth, progress=progress, label=f"{policy} c={capacity} ",

@@ -32,7 +32,7 @@ from ...spec import BlockStatus, make_reference_policy
 from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
 from .model_checker import LockstepWorld
 from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, shallow, twin_blocks
-from .symmetry import DISTINGUISHED, Relabel, canonical_calls
+from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
 
@@ -42,14 +42,16 @@ PolicyOp = tuple[str, tuple[bytes, ...], int]
 REF_VALUES = (-1, 0, 1)
 
 
-def policy_alphabet_text(hashes: int, touch_max: int, capacity: int, idle: bool = False) -> str:
+def policy_alphabet_text(hashes: int, touch_max: int, capacity: int, idle: bool = False,
+                         distinguished: int = DISTINGUISHED) -> str:
     refs, protected = ("0", "set()") if idle else ("-1|0|1", "set() or {h} for h in H")
     set_ref = "" if idle else "set ref_cnt of a present block to another of -1|0|1, "
     return (
         f"hashes H=h0..h{hashes - 1}; ops: insert(absent h, fresh block, ref_cnt {refs}) while < {capacity} present, "
         f"{set_ref}touch(1..{touch_max} distinct of H, ordered), remove(present h), "
         f"evict(0, set()) and evict(n in 1..{capacity + 1}, {protected}); "
-        "observed after each step: get(h) for h in H, every block's ref_cnt"
+        f"observed after each step: get(h) for h in H, every block's ref_cnt; {distinguished_text(distinguished)} "
+        "interchangeable"
     )
 
 
