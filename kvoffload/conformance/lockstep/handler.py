@@ -85,18 +85,15 @@ class HandlerConformanceResult:
         return f"{self.factory}: VIOLATION\n" + "\n".join(v.format() for v in self.violations)
 
 
+@attrs.define
 class _ForeignSpec(LoadStoreSpec):
     """A medium no handler under test serves (H1 refusal)."""
 
-    def __init__(self, block_ids: Sequence[int]) -> None:
-        self.block_ids = list(block_ids)
+    block_ids: list[int]
 
     @staticmethod
     def medium() -> str:
         return "NOWHERE"
-
-    def __repr__(self) -> str:
-        return f"_ForeignSpec({self.block_ids})"
 
 
 def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[str, Any]:
