@@ -147,25 +147,22 @@ def run_exhaustive(
     return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, text, result)
 
 
-@click.command("check-exhaustive", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("check-exhaustive", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.option("--depth", type=click.IntRange(1, 64), default=None,
               help="Stop after this many calls (default: every reachable state).")
 @click.option("--capacity", type=click.IntRange(1, 4), required=True,
               help="Largest capacity C; every capacity 1..C is explored.")
-@click.option("--policy", type=click.Choice([*POLICY_NAMES, *POLICY_GROUPS]), default="both", show_default=True,
+@click.option("--policy", type=click.Choice([*POLICY_NAMES, *POLICY_GROUPS]), default="both",
               help="An exact policy, both (lru, arc) or all four.")
-@click.option("--target", default="impl", show_default=True,
+@click.option("--target", default="impl",
               help="impl (production), reference (the model against itself) or MODULE:FACTORY.")
 @click.option("--policies-only", is_flag=True, help="Explore CachePolicy calls alone (P1-P6, L1-L3, A1-A6).")
 @click.option("--hashes", type=click.IntRange(1, 24), default=None,
               help="Size of the hash alphabet (default: the size at which the state space stops growing).")
-@click.option("--touch-max", type=click.IntRange(1, 4), default=2, show_default=True, help="Longest touch call.")
-@click.option("--store-max", type=click.IntRange(1, 4), default=2, show_default=True,
-              help="Longest prepare_store call.")
-@click.option("--max-pins", type=click.IntRange(1, 3), default=1, show_default=True,
-              help="Most loads in flight on one block.")
+@click.option("--touch-max", type=click.IntRange(1, 4), default=2, help="Longest touch call.")
+@click.option("--store-max", type=click.IntRange(1, 4), default=2, help="Longest prepare_store call.")
+@click.option("--max-pins", type=click.IntRange(1, 3), default=1, help="Most loads in flight on one block.")
 @click.option("--distinguished", type=click.IntRange(0, DISTINGUISHED), default=DEFAULT_DISTINGUISHED,
-              show_default=True,
               help="1: keep h0, the 16-byte head every other hash starts with (a prefix: I8), apart; "
                    "0: every hash interchangeable (they still share their first 16 bytes), a smaller space.")
 @click.option("--idle-only", is_flag=True,
