@@ -183,6 +183,88 @@ def _wait(model: Any, chosen: set[int]) -> None:
                 model.landed(model.in_flight[j])
 
 
+def _store_step(model: Any, draw: Any) -> None:
+    """A valid store: up to 3 offloaded blocks no job uses, from GPU blocks no job writes."""
+    _, gw, cr, cw = model.busy()
+    free_off = [c for c in range(model.num_blocks) if c not in cr | cw]
+    free_gpu = [g for g in range(model.num_gpu) if g not in gw]
+    k = draw(st.integers(0, min(len(free_off), len(free_gpu) // model.f, 3)), label="store k")
+    cpu_ids = draw(st.permutations(free_off), label="store offloaded ids")[:k]
+    gpu_ids = draw(st.permutations(free_gpu), label="store GPU ids")[: k * model.f]
+    model.submit_store(gpu_ids, cpu_ids)
+
+
+def _load_step(model: Any, draw: Any) -> None:
+    """A valid load: up to 3 offloaded blocks no job writes, into m GPU blocks no job uses
+    (k·f − f < m <= k·f: H3 reads the last m sub-blocks)."""
+    gr, gw, _, cw = model.busy()
+    ready = [c for c in range(model.num_blocks) if c not in cw]
+    k = draw(st.integers(0, min(len(ready), 3)), label="load k")
+    cpu_ids = draw(st.permutations(ready), label="load offloaded ids")[:k]
+    idle_gpu = [g for g in range(model.num_gpu) if g not in gr | gw]
+    lo, hi = max(0, k * model.f - model.f + 1), k * model.f
+    if hi <= len(idle_gpu):
+        m = draw(st.integers(lo, hi), label="load m")
+        model.submit_load(cpu_ids, draw(st.permutations(idle_gpu), label="load GPU ids")[:m])
+
+
+def _poll_step(model: Any, draw: Any) -> None:
+    """Poll both handlers (``draw`` unused: the drain polls this way too)."""
+    model.poll(model.store, "store")
+    model.poll(model.load, "load")
+
+
+def _wait_step(model: Any, draw: Any) -> None:
+    ids = sorted(model.in_flight)
+    _wait(model, set(draw(st.lists(st.sampled_from(ids), unique=True), label="wait ids")) if ids else set())
+
+
+def _scramble_step(model: Any, draw: Any) -> None:
+    """The model runner overwrites a GPU block no job uses (as compute would)."""
+    import torch
+
+    gr, gw, _, _ = model.busy()
+    idle_gpu = [g for g in range(model.num_gpu) if g not in gr | gw]
+    if idle_gpu:
+        g = draw(st.sampled_from(idle_gpu), label="scrambled GPU block")
+        model.steps.append(f"overwrite GPU block {g}")
+        model.write_gpu(g, lambda v: torch.randint_like(v, 0, 256))
+
+
+#: The steps a scenario draws, by name (the order is part of what a seed draws).
+_STEPS: dict[str, Callable[[Any, Any], None]] = {
+    "store": _store_step, "load": _load_step, "poll": _poll_step, "wait": _wait_step, "scramble": _scramble_step,
+    "bad": _bad_specs,
+}
+
+
+def _drain_and_read_back(model: Any, every_block: list[list[int]]) -> None:
+    """Wait for everything, then every job must be reported exactly once (H2); then read
+    back every offloaded block: stores (E1, H3) and refusals (H1) show here."""
+    from ...spec.handler_model import HandlerViolationError
+
+    _wait(model, set(model.in_flight))
+    for _ in range(200):
+        _poll_step(model, None)
+        if not model.in_flight:
+            break
+        time.sleep(0.005)
+    if model.in_flight:
+        model.fail("H2", f"jobs {sorted(model.in_flight)} were never reported, even after wait()")
+    for cpu_ids in every_block:
+        try:
+            model.submit_load(cpu_ids, list(range(len(cpu_ids) * model.f)))
+            model.load.wait({model.next_id})
+            model.poll(model.load, "load")
+        except HandlerViolationError as error:
+            if error.clause == "E1" and set(cpu_ids) & model.refused_cpu_targets:
+                raise HandlerViolationError("H1", f"{error.message}; a refused job may have written offloaded "
+                                            "blocks", error.steps) from error
+            raise
+        if model.in_flight:
+            model.poll(model.load, "load")
+
+
 def _scenario(
     factory: HandlerFactory,
     draw: Any,
@@ -191,8 +273,6 @@ def _scenario(
     device: str,
     offloaded_spec: Callable[[Sequence[int]], LoadStoreSpec],
 ) -> None:
-    import torch
-
     from ...spec.handler_model import HandlerModel, HandlerViolationError
 
     layout = draw(st.sampled_from(list(layouts)), label="layout")
@@ -220,69 +300,10 @@ def _scenario(
         model.submit_store(gpu_ids, cpu_ids)
     model.poll(store, "store")
 
-    ops = draw(
-        st.lists(st.sampled_from(["store", "load", "poll", "wait", "scramble", "bad"]), min_size=1, max_size=10),
-        label="operations",
-    )
-    for op in ops:
-        gr, gw, cr, cw = model.busy()
-        idle_gpu = [g for g in range(num_gpu) if g not in gr | gw]  # no job in flight reads or writes these
-        if op == "store":
-            free_off = [c for c in range(num_off) if c not in cr | cw]
-            free_gpu = [g for g in range(num_gpu) if g not in gw]
-            k = draw(st.integers(0, min(len(free_off), len(free_gpu) // f, 3)), label="store k")
-            cpu_ids = draw(st.permutations(free_off), label="store offloaded ids")[:k]
-            gpu_ids = draw(st.permutations(free_gpu), label="store GPU ids")[: k * f]
-            model.submit_store(gpu_ids, cpu_ids)
-        elif op == "load":
-            ready = [c for c in range(num_off) if c not in cw]
-            k = draw(st.integers(0, min(len(ready), 3)), label="load k")
-            cpu_ids = draw(st.permutations(ready), label="load offloaded ids")[:k]
-            lo, hi = max(0, k * f - f + 1), k * f
-            if hi > len(idle_gpu):
-                continue
-            m = draw(st.integers(lo, hi), label="load m")
-            gpu_ids = draw(st.permutations(idle_gpu), label="load GPU ids")[:m]
-            model.submit_load(cpu_ids, gpu_ids)
-        elif op == "poll":
-            model.poll(store, "store")
-            model.poll(load, "load")
-        elif op == "wait":
-            ids = sorted(model.in_flight)
-            _wait(model, set(draw(st.lists(st.sampled_from(ids), unique=True), label="wait ids")) if ids else set())
-        elif op == "scramble":
-            if idle_gpu:
-                g = draw(st.sampled_from(idle_gpu), label="scrambled GPU block")
-                model.steps.append(f"overwrite GPU block {g}")
-                model.write_gpu(g, lambda v: torch.randint_like(v, 0, 256))
-        else:
-            _bad_specs(model, draw)
+    for step in draw(st.lists(st.sampled_from(list(_STEPS)), min_size=1, max_size=10), label="operations"):
+        _STEPS[step](model, draw)
         model.check_untouched("H2", f"after step {model.steps[-1]!r}, though no job wrote it")
-
-    # Drain: wait for everything, then every job must be reported exactly once.
-    _wait(model, set(model.in_flight))
-    for _ in range(200):
-        model.poll(store, "store")
-        model.poll(load, "load")
-        if not model.in_flight:
-            break
-        time.sleep(0.005)
-    if model.in_flight:
-        model.fail("H2", f"jobs {sorted(model.in_flight)} were never reported, even after wait()")
-
-    # Read back every offloaded block: stores (E1, H3) and refusals (H1) show here.
-    for cpu_ids in every_block:
-        try:
-            model.submit_load(cpu_ids, list(range(len(cpu_ids) * f)))
-            load.wait({model.next_id})
-            model.poll(load, "load")
-        except HandlerViolationError as error:
-            if error.clause == "E1" and set(cpu_ids) & model.refused_cpu_targets:
-                raise HandlerViolationError("H1", f"{error.message}; a refused job may have written offloaded "
-                                            "blocks", error.steps) from error
-            raise
-        if model.in_flight:
-            model.poll(load, "load")
+    _drain_and_read_back(model, every_block)
 
 
 def check_handler(
