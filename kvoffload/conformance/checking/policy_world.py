@@ -174,8 +174,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         """``LockstepWorld.probe``: touch every alphabet hash the model does not hold (untrimmed
         ghosts show), make every block idle and evict them all in one call."""
         self.observing = False
-        forgotten = self.forgotten()
-        if forgotten:
+        if forgotten := self.forgotten():
             self.apply(("touch", forgotten, 0))
         for h, block in list(self.blocks.items()):
             if block.ref_cnt != 0:  # the caller's own field: pending and read blocks become idle
