@@ -33,13 +33,14 @@ from .policy_world import PolicyWorld, policy_alphabet_text
 from ..loading import FactoryLoadError, builtin_source, load_factory
 from .model_checker import Exploration, explore, stderr_progress
 from .policy_state import ghost_capacity
-from .symmetry import DISTINGUISHED, distinguished_text, hash_alphabet
+from ...spec import POLICIES
+from .symmetry import DISTINGUISHED, hash_alphabet
 
 #: ``--distinguished``'s default: 0, every hash interchangeable, so that the literal ARC capacity-3
 #: command completes (with the prefix hash the space outgrows minutes: README, "Model checking").
 DEFAULT_DISTINGUISHED = 0
 #: The exact policies the checker explores (``--policy``), and the groups it accepts.
-POLICY_NAMES = ("lru", "arc", "s3fifo", "sieve")
+POLICY_NAMES = tuple(POLICIES)
 POLICY_GROUPS = {"both": ("lru", "arc"), "all": POLICY_NAMES}
 
 __all__ = ["check_exhaustive", "ExhaustiveRun", "run_exhaustive", "resolve_target", "saturating_alphabet"]
@@ -75,11 +76,9 @@ class ExhaustiveRun:
         )
 
     def report(self) -> str:
-        r = self.result
-        if r.ok:
+        r, failure = self.result, self.result.failure
+        if failure is None:
             return self.summary()
-        failure = r.failure
-        assert failure is not None
         return (
             f"{self.target} (policy={self.policy}, capacity={self.capacity}) VIOLATES {', '.join(failure.clauses)} "
             f"after {len(r.failing_path)} calls\n{failure.message}\n\n"
@@ -103,8 +102,7 @@ def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., A
 
         runtime.wait()
     module, _, name = builtin_source(kind, target, policy).partition(":")
-    return load_factory(f"{module}:{name}"), name, [f"from {module} import {name.split('.')[0]}",
-                                                    "from kvoffload.spec import BlockStatus"]
+    return load_factory(f"{module}:{name}"), name, [f"from {module} import {name.split('.')[0]}"]
 
 
 def run_exhaustive(
@@ -141,8 +139,7 @@ def run_exhaustive(
         build = functools.partial(factory, cache_capacity=capacity)
         make = functools.partial(PolicyWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
                                  distinguished=distinguished, idle=idle)
-        text = (f"{policy_alphabet_text(hashes, touch_max, capacity, idle)}; "
-                f"{distinguished_text(distinguished)} interchangeable")
+        text = policy_alphabet_text(hashes, touch_max, capacity, idle, distinguished)
     else:
         raise ValueError(f"kind={kind!r} is not 'manager' or 'policy'")
     result: Exploration[Any] = explore(make, depth, progress=progress, label=f"{policy} c={capacity} ",
@@ -150,25 +147,22 @@ def run_exhaustive(
     return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, text, result)
 
 
-@click.command("check-exhaustive", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("check-exhaustive", context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.option("--depth", type=click.IntRange(1, 64), default=None,
               help="Stop after this many calls (default: every reachable state).")
 @click.option("--capacity", type=click.IntRange(1, 4), required=True,
               help="Largest capacity C; every capacity 1..C is explored.")
-@click.option("--policy", type=click.Choice([*POLICY_NAMES, *POLICY_GROUPS]), default="both", show_default=True,
+@click.option("--policy", type=click.Choice([*POLICY_NAMES, *POLICY_GROUPS]), default="both",
               help="An exact policy, both (lru, arc) or all four.")
-@click.option("--target", default="impl", show_default=True,
+@click.option("--target", default="impl",
               help="impl (production), reference (the model against itself) or MODULE:FACTORY.")
 @click.option("--policies-only", is_flag=True, help="Explore CachePolicy calls alone (P1-P6, L1-L3, A1-A6).")
 @click.option("--hashes", type=click.IntRange(1, 24), default=None,
               help="Size of the hash alphabet (default: the size at which the state space stops growing).")
-@click.option("--touch-max", type=click.IntRange(1, 4), default=2, show_default=True, help="Longest touch call.")
-@click.option("--store-max", type=click.IntRange(1, 4), default=2, show_default=True,
-              help="Longest prepare_store call.")
-@click.option("--max-pins", type=click.IntRange(1, 3), default=1, show_default=True,
-              help="Most loads in flight on one block.")
+@click.option("--touch-max", type=click.IntRange(1, 4), default=2, help="Longest touch call.")
+@click.option("--store-max", type=click.IntRange(1, 4), default=2, help="Longest prepare_store call.")
+@click.option("--max-pins", type=click.IntRange(1, 3), default=1, help="Most loads in flight on one block.")
 @click.option("--distinguished", type=click.IntRange(0, DISTINGUISHED), default=DEFAULT_DISTINGUISHED,
-              show_default=True,
               help="1: keep h0, the 16-byte head every other hash starts with (a prefix: I8), apart; "
                    "0: every hash interchangeable (they still share their first 16 bytes), a smaller space.")
 @click.option("--idle-only", is_flag=True,
@@ -210,20 +204,15 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
                 click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
                 raise SystemExit(2) from None
             runs.append(run)
+            click.echo(run.report())  # the summary, or the violation and its reproduction
             if not run.ok:
-                click.echo(run.report())
                 raise SystemExit(1)
-            click.echo(run.summary())
-    total = time.perf_counter() - started
-    states = sum(r.result.states for r in runs)
-    transitions = sum(r.result.transitions for r in runs)
-    complete = all(r.result.complete for r in runs)
-    scope = "every reachable state" if complete else f"every state within {depth} calls"
+    scope = "every reachable state" if all(r.result.complete for r in runs) else f"every state within {depth} calls"
     click.echo(f"alphabet: {runs[-1].alphabet()}")
     click.echo(
         f"{target} conforms ({'policies' if policies_only else 'managers'}, policy={policy}, capacities 1..{capacity}, {scope}): "
-        f"{states} states, {transitions} transitions, diameter {max(r.result.diameter for r in runs)}, "
-        f"{total:.1f} s"
+        f"{sum(r.result.states for r in runs)} states, {sum(r.result.transitions for r in runs)} transitions, "
+        f"diameter {max(r.result.diameter for r in runs)}, {time.perf_counter() - started:.1f} s"
     )
     raise SystemExit(0)
 

@@ -91,9 +91,6 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     def render(self, index: int, name: Callable[[object], str]) -> str:
         """The source form of ``history[index]``, hashes named by ``name``."""
 
-    def hashes_in_state(self) -> int:
-        return len(self.in_state())
-
     def forgotten(self) -> tuple[bytes, ...]:
         """The alphabet's hashes the model does not hold: touching them is a no-op for the
         model, and changes the order of a target still remembering one (``probe``)."""
@@ -123,8 +120,7 @@ class LockstepWorld(abc.ABC, Generic[Op]):
             before = self.fingerprint()
             self.observe(*self.last)
             if self.fingerprint() != before:
-                clause = "M1" if hasattr(self.target, "lookup") else "P1"
-                query = "lookup" if clause == "M1" else "get"
+                clause, query = ("M1", "lookup") if hasattr(self.target, "lookup") else ("P1", "get")
                 self.judged(Verdict((clause,), f"the {query}s of every hash after the last call changed the "
                                     f"target's state ({query} is pure)"))
 
@@ -152,14 +148,12 @@ class Exploration(Generic[Op]):
 
 
 def _path_to(parents: dict[Hashable, tuple[Hashable, Any] | None], key: Hashable) -> list[Any]:
+    """The calls from the initial state to ``key``, read off the parent pointers."""
     path: list[Any] = []
-    link = parents[key]
-    while link is not None:
+    while (link := parents[key]) is not None:
         key, op = link
         path.append(op)
-        link = parents[key]
-    path.reverse()
-    return path
+    return path[::-1]
 
 
 def _rebuild(make_world: Callable[[], LockstepWorld[Op]], path: list[Op]) -> LockstepWorld[Op]:
@@ -207,54 +201,51 @@ def explore(
     root = make_world()
     parents: dict[Hashable, tuple[Hashable, Any] | None] = {root.fingerprint(): None}
     frontier: list[tuple[Hashable, LockstepWorld[Op]]] = [(root.fingerprint(), root)]
-    result.max_hashes = root.hashes_in_state()
-    level = 0
-    while frontier and (depth is None or level < depth):
-        following: list[tuple[Hashable, LockstepWorld[Op]]] = []
-        for key, world in frontier:
-            path: list[Op] | None = None
-            ops = world.enabled()
-            for index, op in enumerate(ops):
-                # the last call takes the expanded world itself: nothing reads it afterwards
-                last = snapshots and index == len(ops) - 1 and world.copyable
-                child = world if last else world.fork() if snapshots else None
-                if child is None:
-                    path = _path_to(parents, key) if path is None else path
-                    child = _rebuild(make_world, path)
-                result.transitions += 1
-                try:
-                    child.apply(op)
-                    child_key = child.fingerprint()
-                    if child_key in parents:
-                        if not child.exact:  # a target's hidden state, once, before it merges
-                            child.probe()
-                    else:
-                        child.settle()
-                        probed = child.fork() if snapshots else None
-                        (probed or _rebuild(make_world, [*_path_to(parents, key), op])).probe()
-                except ConformanceFailure as failure:
-                    result.failing_path = [*_path_to(parents, key), op]
-                    result.failure = _confirm(make_world, result.failing_path, failure)
-                    result.states, result.diameter = len(parents), level
-                    result.seconds = time.perf_counter() - started
-                    return result
-                if child_key not in parents:
-                    parents[child_key] = (key, op)
-                    following.append((child_key, child))
-                    result.max_hashes = max(result.max_hashes, child.hashes_in_state())
-            now = time.perf_counter()
-            if progress is not None and now - last_report >= 5.0:
-                last_report = now
-                progress(f"  {label}level {level + 1}: {len(parents)} states, {result.transitions} transitions, "
-                         f"{now - started:.0f} s")
-        frontier = following
-        level += 1
-        if frontier:
-            result.diameter = level
-    result.complete = not frontier
-    result.states = len(parents)
-    result.seconds = time.perf_counter() - started
-    return result
+    result.max_hashes = len(root.in_state())
+
+    def copy_of(world: LockstepWorld[Op], key: Hashable, *ops: Op) -> LockstepWorld[Op]:
+        """``world`` (the state ``key``, then ``ops``) forked, or rebuilt by replaying its path."""
+        return (world.fork() if snapshots else None) or _rebuild(make_world, [*_path_to(parents, key), *ops])
+
+    try:  # whichever way the search ends, ``finally`` states what it covered
+        # the search is at level ``diameter`` while a frontier is left: each level makes the next
+        while frontier and (depth is None or result.diameter < depth):
+            following: list[tuple[Hashable, LockstepWorld[Op]]] = []
+            for key, world in frontier:
+                ops = world.enabled()
+                for index, op in enumerate(ops):
+                    # the last call takes the expanded world itself: nothing reads it afterwards
+                    last = snapshots and index == len(ops) - 1 and world.copyable
+                    child = world if last else copy_of(world, key)
+                    result.transitions += 1
+                    try:
+                        child.apply(op)
+                        child_key = child.fingerprint()
+                        if child_key in parents:
+                            if not child.exact:  # a target's hidden state, once, before it merges
+                                child.probe()
+                        else:
+                            child.settle()
+                            copy_of(child, key, op).probe()
+                    except ConformanceFailure as failure:
+                        result.failing_path = [*_path_to(parents, key), op]
+                        result.failure = _confirm(make_world, result.failing_path, failure)
+                        return result
+                    if child_key not in parents:
+                        parents[child_key] = (key, op)
+                        following.append((child_key, child))
+                        result.max_hashes = max(result.max_hashes, len(child.in_state()))
+                now = time.perf_counter()
+                if progress is not None and now - last_report >= 5.0:
+                    last_report = now
+                    progress(f"  {label}level {result.diameter + 1}: {len(parents)} states, "
+                             f"{result.transitions} transitions, {now - started:.0f} s")
+            frontier = following
+            result.diameter += bool(frontier)
+        result.complete = not frontier
+        return result
+    finally:
+        result.states, result.seconds = len(parents), time.perf_counter() - started
 
 
 def stderr_progress(line: str) -> None:

@@ -11,6 +11,7 @@ hand) or a number (ARC's ``p``).
 from __future__ import annotations
 
 import copy
+import functools
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
@@ -47,19 +48,14 @@ def ghost_capacity(policy: str, capacity: int) -> int:
     return 0
 
 
-_BASE_OF: dict[type, type | None] = {}  # by the policy's own type (once per type: asked for every state)
-
-
-def _exact_base(policy: Any) -> type | None:
-    """The exact policy ``policy`` is or derives from (planted bugs and production keep its fields)."""
-    kind = type(policy)
-    if kind not in _BASE_OF:
-        _BASE_OF[kind] = next((cls for cls in kind.__mro__ if cls in FIELDS), None)
-    return _BASE_OF[kind]
+@functools.cache  # once per type: asked for every state
+def _exact_base(kind: type) -> type | None:
+    """The exact policy ``kind`` is or derives from (planted bugs and production keep its fields)."""
+    return next((cls for cls in kind.__mro__ if cls in FIELDS), None)
 
 
 def _fields(policy: Any) -> tuple[str, ...]:
-    base = _exact_base(policy)
+    base = _exact_base(policy.__class__)
     if base is None:
         raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
     return FIELDS[base]
@@ -68,7 +64,7 @@ def _fields(policy: Any) -> tuple[str, ...]:
 def plain_policy(policy: Any) -> bool:
     """An exact policy, or a subclass of one holding no field of its own (the planted
     bugs): its key is its whole state and ``clone_policy`` copies it."""
-    base = _exact_base(policy)
+    base = _exact_base(policy.__class__)
     return base is not None and vars(policy).keys() == vars(base(1)).keys()
 
 
@@ -76,7 +72,7 @@ def readable_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
     """A target's state if built on a reference policy, else ``None``: keeps apart joint
     states whose targets differ in unseen memory (an extra ghost, another ``p``)."""
     policy = getattr(target, "policy", target)
-    return policy_key(policy, name) if _exact_base(policy) is not None else None
+    return policy_key(policy, name) if _exact_base(policy.__class__) is not None else None
 
 
 def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
@@ -119,16 +115,13 @@ def _entry_key(value: Any) -> Hashable:
 
 def policy_key(policy: Any, name: Callable[[bytes], int]) -> tuple[Hashable, ...]:
     """Every field, in order, hashes renamed by ``name`` (``symmetry.Relabel``)."""
-    key: list[Hashable] = []
-    for field in _fields(policy):
-        value = getattr(policy, field)
-        if isinstance(value, dict):
-            key.append(tuple([(name(h), _entry_key(v)) for h, v in value.items()]))
-        elif isinstance(value, bytes):
-            key.append(name(value))
-        else:
-            key.append(value)
-    return tuple(key)
+    return tuple(_field_key(getattr(policy, field), name) for field in _fields(policy))
+
+
+def _field_key(value: Any, name: Callable[[bytes], int]) -> Hashable:
+    if isinstance(value, dict):
+        return tuple([(name(h), _entry_key(v)) for h, v in value.items()])
+    return name(value) if isinstance(value, bytes) else value
 
 
 def shallow(obj: T) -> T:
@@ -140,8 +133,7 @@ def shallow(obj: T) -> T:
 
 
 def _clone_entry(value: Any, blocks: dict[int, BlockStatus]) -> Any:
-    if value is None:
-        return None
+    """A present entry (ghosts, mapped to ``None``, are copied whole: ``clone_policy``) on ``blocks``."""
     if isinstance(value, BlockStatus):
         return blocks[id(value)]
     twin = copy.copy(value)  # S3-FIFO's and SIEVE's entries have slots
@@ -164,12 +156,8 @@ def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
     new = shallow(policy)
     for field in _fields(policy):
         value = getattr(policy, field)
-        if isinstance(value, dict):
-            entries = list(value.values())
-            if field in _GHOST_FIELDS:  # ghosts map to None: nothing to remap
-                setattr(new, field, value.copy())
-            elif not entries or type(entries[0]) is BlockStatus:  # one field holds one kind of entry
-                setattr(new, field, OrderedDict(zip(value, [blocks[id(entry)] for entry in entries])))
-            else:
-                setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
+        if field in _GHOST_FIELDS:  # ghosts map to None: nothing to remap
+            setattr(new, field, value.copy())
+        elif isinstance(value, dict):
+            setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
     return new

@@ -32,7 +32,7 @@ from ...spec import BlockStatus, make_reference_policy
 from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
 from .model_checker import LockstepWorld
 from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, shallow, twin_blocks
-from .symmetry import DISTINGUISHED, Relabel, canonical_calls
+from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
 
@@ -42,31 +42,30 @@ PolicyOp = tuple[str, tuple[bytes, ...], int]
 REF_VALUES = (-1, 0, 1)
 
 
-def policy_alphabet_text(hashes: int, touch_max: int, capacity: int, idle: bool = False) -> str:
+def policy_alphabet_text(hashes: int, touch_max: int, capacity: int, idle: bool = False,
+                         distinguished: int = DISTINGUISHED) -> str:
     refs, protected = ("0", "set()") if idle else ("-1|0|1", "set() or {h} for h in H")
     set_ref = "" if idle else "set ref_cnt of a present block to another of -1|0|1, "
     return (
         f"hashes H=h0..h{hashes - 1}; ops: insert(absent h, fresh block, ref_cnt {refs}) while < {capacity} present, "
         f"{set_ref}touch(1..{touch_max} distinct of H, ordered), remove(present h), "
         f"evict(0, set()) and evict(n in 1..{capacity + 1}, {protected}); "
-        "observed after each step: get(h) for h in H, every block's ref_cnt"
+        f"observed after each step: get(h) for h in H, every block's ref_cnt; {distinguished_text(distinguished)} "
+        "interchangeable"
     )
 
 
 def render_policy_op(op: PolicyOp, name: Callable[[object], str], block: int) -> str:
     """``op`` as source; ``block``: the id of the block an insert makes (the inserts before it)."""
     method, hashes, number = op
-    if method == "insert":
-        blk = f"blk{block}"
-        return f"{blk} = BlockStatus({block}); {blk}.ref_cnt = {number}; p.insert({name(hashes[0])}, {blk})"
-    if method == "set_ref":
-        return f"p.get({name(hashes[0])}).ref_cnt = {number}"
-    if method == "touch":
-        return f"p.touch([{', '.join(map(name, hashes))}])"
-    if method == "remove":
-        return f"p.remove({name(hashes[0])})"
-    protected = "{" + ", ".join(map(name, hashes)) + "}" if hashes else "set()"
-    return f"r = p.evict({number}, {protected})"
+    names = ", ".join(map(name, hashes))  # the one hash, but for touch and evict's protected set
+    return {
+        "insert": f"blk{block} = BlockStatus({block}); blk{block}.ref_cnt = {number}; p.insert({names}, blk{block})",
+        "set_ref": f"p.get({names}).ref_cnt = {number}",
+        "touch": f"p.touch([{names}])",
+        "remove": f"p.remove({names})",
+        "evict": f"r = p.evict({number}, {{{names}}})" if hashes else f"r = p.evict({number}, set())",
+    }[method]
 
 
 class PolicyWorld(LockstepWorld[PolicyOp]):
@@ -88,10 +87,11 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
     ) -> None:
         self.model = make_reference_policy(policy, capacity)
         super().__init__(build, capacity, policy, hashes, touch_max, construct,
-                         list(dict.fromkeys(["from kvoffload.spec import BlockStatus", *(imports or [])])), distinguished)
+                         ["from kvoffload.spec import BlockStatus", *(imports or [])], distinguished)  # its blocks
         self.idle = idle  # every block idle (ref_cnt 0), nothing protected
         self.blocks: dict[bytes, BlockStatus] = {}
-        self.all_blocks: list[tuple[BlockStatus, int]] = []  # block, the ref_cnt the caller set
+        #: id(block) -> the block, the ref_cnt the caller set (P6): present blocks, and those the call drops
+        self.refs: dict[int, tuple[BlockStatus, int]] = {}
         self.inserted = 0  # blocks inserted so far (their ids)
         #: A target of an exact policy's fields alone: its key is its whole state, so ``get``
         #: (pure, P1) is judged once per new state (``settle``) and a merged state needs no probe.
@@ -107,14 +107,12 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         ops: list[PolicyOp] = []
         if len(self.blocks) < self.capacity:
             ops.extend(("insert", (h,), v) for h in singles if h not in self.blocks for v in refs)
-        for h, block in self.blocks.items():
-            ops.extend(("set_ref", (h,), v) for v in refs if v != block.ref_cnt)
+        ops.extend(("set_ref", (h,), v) for h, block in self.blocks.items() for v in refs if v != block.ref_cnt)
         ops.extend(("touch", seq, 0) for seq in canonical_calls(self.pool, in_state, self.touch_max, self.fixed))
         ops.extend(("remove", (h,), 0) for h in self.blocks)
+        protected_sets = [()] if self.idle else [(), *((h,) for h in singles)]
         ops.append(("evict", (), 0))
-        for n in range(1, self.capacity + 2):
-            ops.append(("evict", (), n))
-            ops.extend(("evict", (h,), n) for h in ([] if self.idle else singles))
+        ops.extend(("evict", protected, n) for n in range(1, self.capacity + 2) for protected in protected_sets)
         return ops
 
     def fingerprint(self) -> Hashable:
@@ -127,7 +125,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         if not self.copyable:
             return None
         new = shallow(self)
-        memo: dict[int, Any] = twin_blocks(block for block, _ in self.all_blocks)
+        memo: dict[int, Any] = twin_blocks(block for block, _ in self.refs.values())
         try:  # a target of a reference policy's fields alone is cloned as the model is
             new.target = clone_policy(self.target, memo) if self.exact else copy.deepcopy(self.target, memo)
         except Exception:  # rebuilt by replay instead
@@ -135,7 +133,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
             return None
         new.model = clone_policy(self.model, memo)
         new.blocks = {h: memo[id(b)] for h, b in self.blocks.items()}
-        new.all_blocks = [(memo[id(b)], ref) for b, ref in self.all_blocks]
+        new.refs = {id(memo[key]): (memo[key], ref) for key, (_, ref) in self.refs.items()}
         new.history = list(self.history)
         new._log = None
         return new
@@ -148,15 +146,14 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
             block = BlockStatus(self.inserted)
             self.inserted += 1
             block.ref_cnt = number
-            self.all_blocks.append((block, number))
+            self.refs[id(block)] = (block, number)
             self.judged(policy_call(self.target, "insert", h, block)[1])
             self.model.insert(h, block)
             self.blocks[h] = block
         elif method == "set_ref":
             block = self.blocks[hashes[0]]
             block.ref_cnt = number
-            index = next(i for i, (b, _) in enumerate(self.all_blocks) if b is block)
-            self.all_blocks[index] = (block, number)
+            self.refs[id(block)] = (block, number)
         elif method == "touch":
             self.judged(policy_call(self.target, "touch", list(hashes))[1])
             self.model.touch(list(hashes))
@@ -167,18 +164,17 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         else:
             self._evict(number, set(hashes))
         self.last = (method,)
-        self.judged(judge_ref_counts(self.all_blocks, f"after {method}"))  # P6: the caller's blocks, every call
+        self.judged(judge_ref_counts(self.refs.values(), f"after {method}"))  # P6: the caller's blocks, every call
         if self.observing and not self.exact:
             self.observe(method)
         live = {id(b) for b in self.blocks.values()}
-        self.all_blocks = [(b, ref) for b, ref in self.all_blocks if id(b) in live]
+        self.refs = {key: entry for key, entry in self.refs.items() if key in live}
 
     def probe(self) -> None:
         """``LockstepWorld.probe``: touch every alphabet hash the model does not hold (untrimmed
         ghosts show), make every block idle and evict them all in one call."""
         self.observing = False
-        forgotten = self.forgotten()
-        if forgotten:
+        if forgotten := self.forgotten():
             self.apply(("touch", forgotten, 0))
         for h, block in list(self.blocks.items()):
             if block.ref_cnt != 0:  # the caller's own field: pending and read blocks become idle

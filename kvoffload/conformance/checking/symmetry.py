@@ -34,9 +34,8 @@ def hash_alphabet(size: int = 3, distinguished: int = DISTINGUISHED) -> list[byt
         raise ValueError(f"the hash alphabet needs at least 1 hash, not {size}")
     if not 0 <= distinguished <= DISTINGUISHED:
         raise ValueError(f"distinguished={distinguished} is not in 0..{DISTINGUISHED}")
-    fixed = [HEAD][:distinguished]
-    free = [HEAD + bytes([0x40 + i]) + bytes(range(0x41, 0x50)) for i in range(max(0, size - distinguished))]
-    return (fixed + free)[:size]
+    free = [HEAD + bytes([0x40 + i]) + bytes(range(0x41, 0x50)) for i in range(size - distinguished)]
+    return [HEAD][:distinguished] + free
 
 
 def distinguished_text(distinguished: int) -> str:
@@ -75,10 +74,6 @@ def canonical_calls(
     fresh = [h for h in alphabet[distinguished:] if h not in in_state]
     universe = [h for h in alphabet if h not in fresh] + fresh[:longest]
     rank = {h: i for i, h in enumerate(fresh[:longest])}
-    calls: list[tuple[bytes, ...]] = []
-    for size in range(1, min(longest, len(universe)) + 1):
-        for seq in itertools.permutations(universe, size):
-            used = [rank[h] for h in seq if h in rank]
-            if used == list(range(len(used))):
-                calls.append(seq)
-    return calls
+    # kept: the fresh hashes a sequence uses are the first ones, in order (permutations of too many yield none)
+    return [seq for size in range(1, longest + 1) for seq in itertools.permutations(universe, size)
+            if (used := [rank[h] for h in seq if h in rank]) == list(range(len(used)))]

@@ -85,18 +85,15 @@ class HandlerConformanceResult:
         return f"{self.factory}: VIOLATION\n" + "\n".join(v.format() for v in self.violations)
 
 
+@attrs.define
 class _ForeignSpec(LoadStoreSpec):
     """A medium no handler under test serves (H1 refusal)."""
 
-    def __init__(self, block_ids: Sequence[int]) -> None:
-        self.block_ids = list(block_ids)
+    block_ids: list[int]
 
     @staticmethod
     def medium() -> str:
         return "NOWHERE"
-
-    def __repr__(self) -> str:
-        return f"_ForeignSpec({self.block_ids})"
 
 
 def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[str, Any]:
@@ -104,10 +101,8 @@ def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[s
     import torch
 
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**31 - 1), label="fill seed"))
-    if layout == "page":
-        dtype = torch.int8
-    else:
-        dtype = draw(st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.int8]), label="dtype")
+    dtype = torch.int8 if layout == "page" else draw(
+        st.sampled_from([torch.float16, torch.bfloat16, torch.float32, torch.int8]), label="dtype")
     inner = tuple(draw(st.lists(st.integers(1, 3), min_size=1, max_size=2), label="block shape"))
     layers = draw(st.integers(1, 3), label="layers")
     shape = {
@@ -118,12 +113,9 @@ def _random_tensors(draw: Any, layout: str, num_gpu: int, device: str) -> dict[s
         "page": (num_gpu, draw(st.integers(1, 24), label="page bytes")),
     }[layout]
     count = 1 if layout.startswith("layers") else draw(st.integers(1, 3), label="tensors")
-    tensors = {}
-    for i in range(count):
-        nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
-        raw = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, generator=gen)
-        tensors[f"layer.{i}"] = raw.view(dtype).reshape(shape).to(device)
-    return tensors
+    nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size()
+    raw = (torch.randint(0, 256, (nbytes,), dtype=torch.uint8, generator=gen) for _ in range(count))
+    return {f"layer.{i}": bits.view(dtype).reshape(shape).to(device) for i, bits in enumerate(raw)}
 
 
 def _bad_specs(model: Any, draw: Any) -> None:
@@ -149,7 +141,8 @@ def _bad_specs(model: Any, draw: Any) -> None:
         "job id in flight": lambda: (gpu_spec(gpu), off([0])),
     }
     kind = draw(st.sampled_from(list(specs)), label="bad kind")
-    handler = model.load if kind.startswith("load") else model.store
+    loading = kind.startswith("load")  # every other kind is offered to the store handler
+    handler = model.load if loading else model.store
     job_id: Any = model.new_id()
     if kind == "non-int job id":
         job_id = draw(st.sampled_from([str(job_id), float(job_id) + 0.5, None]), label="bad job id")
@@ -161,12 +154,10 @@ def _bad_specs(model: Any, draw: Any) -> None:
     spec = specs[kind]()
     # A refused job must not write anything: make sure the targets' expected contents
     # differ from the sources, by reading only blocks no in-flight job touches.
-    gr, gw, cr, cw = model.busy()
-    if kind.startswith("load") and (set(range(n_gpu)) & gw or cw):
-        return  # keep it simple: only offer bad loads when nothing could race with them
-    if kind.startswith("store") or kind in ("non-int job id", "job id in flight"):
-        if cr or cw:
-            return
+    _, gw, cr, cw = model.busy()
+    if (gw or cw) if loading else (cr or cw):
+        return  # keep it simple: only offer a bad job when nothing could race with it
+    if not loading:
         model.refused_cpu_targets.update(range(n_off))
     model.steps.append(f"bad job ({kind}) id={job_id!r}: {spec!r}")
     try:
@@ -180,6 +171,100 @@ def _bad_specs(model: Any, draw: Any) -> None:
     model.check_untouched("H1", f"after a refused job ({kind})")
 
 
+def _wait(model: Any, chosen: set[int]) -> None:
+    """``wait`` for the ``chosen`` jobs, each on its own handler: once it returns, a load's
+    bytes are in place (H2)."""
+    for handler, direction in ((model.store, "store"), (model.load, "load")):
+        mine = {j for j in chosen if model.in_flight[j].direction == direction}
+        model.steps.append(f"wait ({direction}) {sorted(mine)}")
+        handler.wait(mine)
+        if direction == "load":
+            for j in sorted(mine):
+                model.landed(model.in_flight[j])
+
+
+def _store_step(model: Any, draw: Any) -> None:
+    """A valid store: up to 3 offloaded blocks no job uses, from GPU blocks no job writes."""
+    _, gw, cr, cw = model.busy()
+    free_off = [c for c in range(model.num_blocks) if c not in cr | cw]
+    free_gpu = [g for g in range(model.num_gpu) if g not in gw]
+    k = draw(st.integers(0, min(len(free_off), len(free_gpu) // model.f, 3)), label="store k")
+    cpu_ids = draw(st.permutations(free_off), label="store offloaded ids")[:k]
+    gpu_ids = draw(st.permutations(free_gpu), label="store GPU ids")[: k * model.f]
+    model.submit_store(gpu_ids, cpu_ids)
+
+
+def _load_step(model: Any, draw: Any) -> None:
+    """A valid load: up to 3 offloaded blocks no job writes, into m GPU blocks no job uses
+    (k·f − f < m <= k·f: H3 reads the last m sub-blocks)."""
+    gr, gw, _, cw = model.busy()
+    ready = [c for c in range(model.num_blocks) if c not in cw]
+    k = draw(st.integers(0, min(len(ready), 3)), label="load k")
+    cpu_ids = draw(st.permutations(ready), label="load offloaded ids")[:k]
+    idle_gpu = [g for g in range(model.num_gpu) if g not in gr | gw]
+    lo, hi = max(0, k * model.f - model.f + 1), k * model.f
+    if hi <= len(idle_gpu):
+        m = draw(st.integers(lo, hi), label="load m")
+        model.submit_load(cpu_ids, draw(st.permutations(idle_gpu), label="load GPU ids")[:m])
+
+
+def _poll_step(model: Any, draw: Any) -> None:
+    """Poll both handlers (``draw`` unused: the drain polls this way too)."""
+    model.poll(model.store, "store")
+    model.poll(model.load, "load")
+
+
+def _wait_step(model: Any, draw: Any) -> None:
+    ids = sorted(model.in_flight)
+    _wait(model, set(draw(st.lists(st.sampled_from(ids), unique=True), label="wait ids")) if ids else set())
+
+
+def _scramble_step(model: Any, draw: Any) -> None:
+    """The model runner overwrites a GPU block no job uses (as compute would)."""
+    import torch
+
+    gr, gw, _, _ = model.busy()
+    idle_gpu = [g for g in range(model.num_gpu) if g not in gr | gw]
+    if idle_gpu:
+        g = draw(st.sampled_from(idle_gpu), label="scrambled GPU block")
+        model.steps.append(f"overwrite GPU block {g}")
+        model.write_gpu(g, lambda v: torch.randint_like(v, 0, 256))
+
+
+#: The steps a scenario draws, by name (the order is part of what a seed draws).
+_STEPS: dict[str, Callable[[Any, Any], None]] = {
+    "store": _store_step, "load": _load_step, "poll": _poll_step, "wait": _wait_step, "scramble": _scramble_step,
+    "bad": _bad_specs,
+}
+
+
+def _drain_and_read_back(model: Any, every_block: list[list[int]]) -> None:
+    """Wait for everything, then every job must be reported exactly once (H2); then read
+    back every offloaded block: stores (E1, H3) and refusals (H1) show here."""
+    from ...spec.handler_model import HandlerViolationError
+
+    _wait(model, set(model.in_flight))
+    for _ in range(200):
+        _poll_step(model, None)
+        if not model.in_flight:
+            break
+        time.sleep(0.005)
+    if model.in_flight:
+        model.fail("H2", f"jobs {sorted(model.in_flight)} were never reported, even after wait()")
+    for cpu_ids in every_block:
+        try:
+            model.submit_load(cpu_ids, list(range(len(cpu_ids) * model.f)))
+            model.load.wait({model.next_id})
+            model.poll(model.load, "load")
+        except HandlerViolationError as error:
+            if error.clause == "E1" and set(cpu_ids) & model.refused_cpu_targets:
+                raise HandlerViolationError("H1", f"{error.message}; a refused job may have written offloaded "
+                                            "blocks", error.steps) from error
+            raise
+        if model.in_flight:
+            model.poll(model.load, "load")
+
+
 def _scenario(
     factory: HandlerFactory,
     draw: Any,
@@ -188,8 +273,6 @@ def _scenario(
     device: str,
     offloaded_spec: Callable[[Sequence[int]], LoadStoreSpec],
 ) -> None:
-    import torch
-
     from ...spec.handler_model import HandlerModel, HandlerViolationError
 
     layout = draw(st.sampled_from(list(layouts)), label="layout")
@@ -208,91 +291,19 @@ def _scenario(
         raise HandlerViolationError("S3", f"the factory raised {error!r} on valid arguments", steps) from error
     model = HandlerModel(tensors, layout, f, num_off, store, load, offloaded_spec, steps)
     per_job = max(1, num_gpu // f - 1)
+    # every offloaded block, split into runs that one job each moves (setup and read-back)
+    every_block = [list(range(num_off))[first:first + per_job] for first in range(0, num_off, per_job)]
 
     # Setup: fill every offloaded block, so every later check knows what it must hold.
-    for first in range(0, num_off, per_job):
-        cpu_ids = list(range(first, min(num_off, first + per_job)))
+    for cpu_ids in every_block:
         gpu_ids = draw(st.permutations(range(num_gpu)), label="setup GPU ids")[: len(cpu_ids) * f]
         model.submit_store(gpu_ids, cpu_ids)
     model.poll(store, "store")
 
-    ops = draw(
-        st.lists(st.sampled_from(["store", "load", "poll", "wait", "scramble", "bad"]), min_size=1, max_size=10),
-        label="operations",
-    )
-    for op in ops:
-        gr, gw, cr, cw = model.busy()
-        if op == "store":
-            free_off = [c for c in range(num_off) if c not in cr | cw]
-            free_gpu = [g for g in range(num_gpu) if g not in gw]
-            k = draw(st.integers(0, min(len(free_off), len(free_gpu) // f, 3)), label="store k")
-            cpu_ids = draw(st.permutations(free_off), label="store offloaded ids")[:k]
-            gpu_ids = draw(st.permutations(free_gpu), label="store GPU ids")[: k * f]
-            model.submit_store(gpu_ids, cpu_ids)
-        elif op == "load":
-            ready = [c for c in range(num_off) if c not in cw]
-            free_gpu = [g for g in range(num_gpu) if g not in gr | gw]
-            k = draw(st.integers(0, min(len(ready), 3)), label="load k")
-            cpu_ids = draw(st.permutations(ready), label="load offloaded ids")[:k]
-            lo, hi = max(0, k * f - f + 1), k * f
-            if hi > len(free_gpu):
-                continue
-            m = draw(st.integers(lo, hi), label="load m")
-            gpu_ids = draw(st.permutations(free_gpu), label="load GPU ids")[:m]
-            model.submit_load(cpu_ids, gpu_ids)
-        elif op == "poll":
-            model.poll(store, "store")
-            model.poll(load, "load")
-        elif op == "wait":
-            ids = sorted(model.in_flight)
-            chosen = set(draw(st.lists(st.sampled_from(ids), unique=True), label="wait ids")) if ids else set()
-            for h, direction in ((store, "store"), (load, "load")):
-                mine = {j for j in chosen if model.in_flight[j].direction == direction}
-                model.steps.append(f"wait ({direction}) {sorted(mine)}")
-                h.wait(mine)
-                for j in sorted(mine):
-                    if model.in_flight[j].direction == "load":
-                        model.landed(model.in_flight[j])  # H2: wait returned => bytes landed
-        elif op == "scramble":
-            free_gpu = [g for g in range(num_gpu) if g not in gr | gw]
-            if free_gpu:
-                g = draw(st.sampled_from(free_gpu), label="scrambled GPU block")
-                model.steps.append(f"overwrite GPU block {g}")
-                model.write_gpu(g, lambda v: torch.randint_like(v, 0, 256))
-        else:
-            _bad_specs(model, draw)
+    for step in draw(st.lists(st.sampled_from(list(_STEPS)), min_size=1, max_size=10), label="operations"):
+        _STEPS[step](model, draw)
         model.check_untouched("H2", f"after step {model.steps[-1]!r}, though no job wrote it")
-
-    # Drain: wait for everything, then every job must be reported exactly once.
-    for h, direction in ((store, "store"), (load, "load")):
-        pending = {j for j, job in model.in_flight.items() if job.direction == direction}
-        model.steps.append(f"wait ({direction}) {sorted(pending)}")
-        h.wait(pending)
-    for _ in range(200):
-        model.poll(store, "store")
-        model.poll(load, "load")
-        if not model.in_flight:
-            break
-        time.sleep(0.005)
-    if model.in_flight:
-        model.fail("H2", f"jobs {sorted(model.in_flight)} were never reported, even after wait()")
-
-    # Read back every offloaded block: stores (E1, H3) and refusals (H1) show here.
-    targets = list(range(num_gpu))
-    for first in range(0, num_off, per_job):
-        cpu_ids = list(range(first, min(num_off, first + per_job)))
-        gpu_ids = targets[: len(cpu_ids) * f]
-        try:
-            model.submit_load(cpu_ids, gpu_ids)
-            load.wait({model.next_id})
-            model.poll(load, "load")
-        except HandlerViolationError as error:
-            if error.clause == "E1" and set(cpu_ids) & model.refused_cpu_targets:
-                raise HandlerViolationError("H1", f"{error.message}; a refused job may have written offloaded "
-                                            "blocks", error.steps) from error
-            raise
-        if model.in_flight:
-            model.poll(load, "load")
+    _drain_and_read_back(model, every_block)
 
 
 def check_handler(
@@ -349,9 +360,8 @@ def handler(target: str, layouts: Sequence[str], spec_target: str | None, no_shr
     """Check a store/load handler pair (H1–H3, E1). Exit 0 conforms, 1 violation, 2 unloadable."""
     try:
         factory = load_factory(target)
-        spec_cls: Callable[[Sequence[int]], LoadStoreSpec] = CPULoadStoreSpec
-        if spec_target:
-            spec_cls = load_factory(spec_target)
+        spec_cls: Callable[[Sequence[int]], LoadStoreSpec] = (load_factory(spec_target) if spec_target
+                                                              else CPULoadStoreSpec)
     except Exception as error:
         click.echo(f"cannot load {target}: {error}", err=True)
         sys.exit(2)

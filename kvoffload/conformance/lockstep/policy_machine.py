@@ -48,10 +48,6 @@ CLAUSES: dict[str, dict[str, str]] = {
 SWARM_RULES = ("store", "set_ref_cnt", "remove", "touch_pending", "evict_full", "cycle", "drain", "ladder")
 
 
-def _is_fraction(value: float) -> bool:
-    return value != math.floor(value)
-
-
 class PolicyMachine(ConformanceMachine):
     kind = "policy"
     target_var = "p"
@@ -63,14 +59,11 @@ class PolicyMachine(ConformanceMachine):
         self.pool: list[bytes] = data.draw(
             hash_pools(min(self.capacity + 1, 10), min(14, self.capacity * 3 + 2)), label="pool")
         self.target: Any = self.build(cache_capacity=self.capacity)
-        self.model: Any
-        if self.policy_mode in POLICIES:
-            self.model = make_reference_policy(self.policy_mode, self.capacity)
-        else:
-            self.model = AdoptingPolicy(self.capacity)
-        self.blocks: dict[bytes, tuple[BlockStatus, str]] = {}  # present hash -> block, source
-        self.ref_of: dict[int, int] = {}  # id(block) -> the ref_cnt the machine set
-        self.all_blocks: list[tuple[BlockStatus, str]] = []
+        self.model: Any = (make_reference_policy(self.policy_mode, self.capacity) if self.policy_mode in POLICIES
+                           else AdoptingPolicy(self.capacity))
+        self.blocks: dict[bytes, BlockStatus] = {}  # present hash -> its block, named blk<block_id> in the log
+        #: id(block) -> every block made so far (its id: the count before it), the ref_cnt the machine set (P6)
+        self.refs: dict[int, tuple[BlockStatus, int]] = {}
         self.switched_off: frozenset[str] = frozenset(
             data.draw(st.sets(st.sampled_from(SWARM_RULES), max_size=3), label="swarm_off"))
 
@@ -85,15 +78,16 @@ class PolicyMachine(ConformanceMachine):
         return [h for h in self.pool if h not in self.blocks]
 
     def pending(self) -> list[bytes]:
-        return [h for h in self.present() if self.blocks[h][0].ref_cnt == -1]
+        return [h for h in self.present() if self.blocks[h].ref_cnt == -1]
 
     def _eligible_count(self) -> int:
-        return sum(1 for block, _ in self.blocks.values() if block.ref_cnt == 0)
+        return sum(block.ref_cnt == 0 for block in self.blocks.values())
 
-    def _expect_violation(self, method: str, clause: str, *args: Any) -> None:
-        rendered = ", ".join(self.log.name(a) if type(a) is bytes else a[1] if isinstance(a, tuple) else repr(a) for a in args)
+    def _expect_violation(self, method: str, clause: str, h: bytes, *block: BlockStatus) -> None:
+        self.step()
+        rendered = ", ".join([self.log.name(h), *(f"BlockStatus({b.block_id})" for b in block)])
         self.log.add_raising(f"p.{method}({rendered})", "ContractViolation", f"{clause}: must raise")
-        outcome = invoke(getattr(self.target, method), *[a[0] if isinstance(a, tuple) else a for a in args])
+        outcome = invoke(getattr(self.target, method), h, *block)
         self.exercised(clause)
         self.judged(judge_refusal(outcome, clause, f"{method} of a {'present' if clause == 'P2' else 'absent'} hash"))
         self.sweep(clause, f"after a refused {method}")
@@ -104,10 +98,7 @@ class PolicyMachine(ConformanceMachine):
         var = self.log.var("g")
         self.log.add(f"{var} = [p.get(h) for h in ({', '.join(map(self.log.name, self.pool))},)]")
         ghosts = set(self.model.b1) | set(self.model.b2) if self.policy_mode == "arc" else set()
-        self.judged(judge_gets(self.target, self.pool, self.present_blocks(), ghosts, clause, why, self.log.name, var))
-
-    def present_blocks(self) -> dict[bytes, BlockStatus]:
-        return {h: block for h, (block, _) in self.blocks.items()}
+        self.judged(judge_gets(self.target, self.pool, self.blocks, ghosts, clause, why, self.log.name, var))
 
     @precondition(lambda self: len(self.blocks) < self.capacity and bool(self.absent()))
     @rule(data=st.data())
@@ -118,18 +109,16 @@ class PolicyMachine(ConformanceMachine):
 
     def _insert(self, h: bytes, initial: int) -> None:
         self.step()
-        block = BlockStatus(len(self.all_blocks))
-        source = f"blk{len(self.all_blocks)}"
-        self.log.add(f"{source} = BlockStatus({len(self.all_blocks)})")
-        self.all_blocks.append((block, source))
+        block = BlockStatus(len(self.refs))
+        self.log.add(f"blk{block.block_id} = BlockStatus({block.block_id})")
         block.ref_cnt = initial
-        self.ref_of[id(block)] = initial
+        self.refs[id(block)] = (block, initial)
         if initial != -1:
-            self.log.add(f"{source}.ref_cnt = {initial}")
-        self.log.add(f"p.insert({self.log.name(h)}, {source})")
+            self.log.add(f"blk{block.block_id}.ref_cnt = {initial}")
+        self.log.add(f"p.insert({self.log.name(h)}, blk{block.block_id})")
         self.judged(policy_call(self.target, "insert", h, block)[1])
         self.model.insert(h, block)
-        self.blocks[h] = (block, source)
+        self.blocks[h] = block
         self.exercised("P2", CLAUSES.get(self.policy_mode, {}).get("insert", "P1"))
 
     @precondition(lambda self: self.on("store") and bool(self.absent()))
@@ -162,10 +151,10 @@ class PolicyMachine(ConformanceMachine):
 
     def _set_ref(self, h: bytes, value: int) -> None:
         self.step()
-        block, source = self.blocks[h]
+        block = self.blocks[h]
         block.ref_cnt = value
-        self.ref_of[id(block)] = value
-        self.log.add(f"{source}.ref_cnt = {value}")
+        self.refs[id(block)] = (block, value)
+        self.log.add(f"blk{block.block_id}.ref_cnt = {value}")
 
     @precondition(lambda self: self.on("remove") and bool(self.blocks))
     @rule(data=st.data())
@@ -206,8 +195,8 @@ class PolicyMachine(ConformanceMachine):
     def _fractional_ghosts(self) -> list[bytes]:
         """The ARC ghosts whose hit moves p by a non-whole step (A3), in pool order."""
         b1, b2 = self.model.b1, self.model.b2
-        return [h for h in self.pool if (h in b1 and len(b2) > len(b1) and _is_fraction(len(b2) / len(b1)))
-                or (h in b2 and self.model.p > 0 and len(b1) > len(b2) and _is_fraction(len(b1) / len(b2)))]
+        return [h for h in self.pool if (h in b1 and len(b2) > len(b1) and not (len(b2) / len(b1)).is_integer())
+                or (h in b2 and self.model.p > 0 and len(b1) > len(b2) and not (len(b1) / len(b2)).is_integer())]
 
     def _hit_ghosts(self, data: st.DataObject, candidates: list[bytes]) -> None:
         """Touch one or two of ``candidates`` 1-3 times, preferring (3 in 4) fractional ghosts."""
@@ -256,7 +245,7 @@ class PolicyMachine(ConformanceMachine):
         self._fill(data, ready=aim)
         present = self.present()
         if aim:
-            t1_ready = [h for h in self.model.t1 if self.blocks[h][0].ref_cnt == 0]
+            t1_ready = [h for h in self.model.t1 if self.blocks[h].ref_cnt == 0]
             excess = len(self.model.t1) - min(max(1, math.floor(self.model.p)), self.capacity - 1)
             if excess > 0 and t1_ready:
                 order = data.draw(st.permutations(t1_ready), label="promoted")
@@ -286,7 +275,7 @@ class PolicyMachine(ConformanceMachine):
         """Touch between ``low`` and ``high`` ready blocks (in ARC: of T1, which moves them
         to T2, A3), in a drawn order."""
         ready = [h for h in (self.model.t1 if self.policy_mode == "arc" else self.present())
-                 if self.blocks[h][0].ref_cnt == 0]
+                 if self.blocks[h].ref_cnt == 0]
         high = min(high, len(ready))
         if high < 1 or high < low:
             return
@@ -315,10 +304,9 @@ class PolicyMachine(ConformanceMachine):
                     self._evict(self._eligible_count(), set())
             self._hit_ghosts(data, self.absent())
         self._fill(data, ready=True)
-        if self.policy_mode == "arc":
-            self._promote(data, 1, len(self.model.t1) - min(math.floor(self.model.p), self.capacity - 1))
-        else:
-            self._promote(data, 1, self.capacity)
+        arc = self.policy_mode == "arc"
+        self._promote(data, 1, len(self.model.t1) - min(math.floor(self.model.p), self.capacity - 1) if arc
+                      else self.capacity)
         while self._eligible_count():
             if self._evict(1, set()) is None:
                 break
@@ -349,8 +337,7 @@ class PolicyMachine(ConformanceMachine):
         self.exercised("P5", "P6")
         exact = self.policy_mode in POLICIES
         expected = self.model.evict(n, set(protected)) if exact else None
-        self.judged(judge_evict(self.policy_mode, n, protected, value, expected, self.present_blocks(),
-                                self.log.name, var))
+        self.judged(judge_evict(self.policy_mode, n, protected, value, expected, self.blocks, self.log.name, var))
         victims = [] if value is None else [h for h, _ in value]
         if exact:  # the order clause (and ARC's ghost trimming, A5) was checked by this comparison
             self.exercised(EXACT_VICTIM_CLAUSE[self.policy_mode], *(("A5",) if self.policy_mode == "arc" else ()))
@@ -367,22 +354,18 @@ class PolicyMachine(ConformanceMachine):
     @rule(data=st.data())
     def strict_insert_present(self, data: st.DataObject) -> None:
         """P2: inserting a present hash raises, nothing changes."""
-        self.step()
         h = data.draw(st.sampled_from(self.present()), label="hash")
-        block = BlockStatus(10_000 + len(self.all_blocks))
-        self.ref_of[id(block)] = -1
-        self.all_blocks.append((block, f"BlockStatus({block.block_id})"))
-        self._expect_violation("insert", "P2", h, (block, f"BlockStatus({block.block_id})"))
+        block = BlockStatus(10_000 + len(self.refs))
+        self.refs[id(block)] = (block, -1)
+        self._expect_violation("insert", "P2", h, block)
 
     @precondition(lambda self: self.strict and bool(self.absent()))
     @rule(data=st.data())
     def strict_remove_absent(self, data: st.DataObject) -> None:
         """P3: removing an absent hash raises, nothing changes."""
-        self.step()
         self._expect_violation("remove", "P3", data.draw(st.sampled_from(self.absent()), label="hash"))
 
     @invariant()
     def ref_counts_untouched(self) -> None:
         """P6: the policy never changes a block's ref_cnt."""
-        blocks = getattr(self, "all_blocks", [])
-        self.judged(judge_ref_counts(((block, self.ref_of[id(block)]) for block, _ in blocks), "after the last call"))
+        self.judged(judge_ref_counts(getattr(self, "refs", {}).values(), "after the last call"))
