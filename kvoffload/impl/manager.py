@@ -227,7 +227,7 @@ class CPUOffloadingManager(OffloadingManager):
         if batch != self._batch or words != self._q.shape[1]:
             self._batch = batch
             self._q = np.zeros((batch, words), np.uint64)
-            self._io = np.zeros(L.IO_INFO + L.IO_ARRAYS * batch, np.int64)
+            self._io = np.zeros(L.io_size(batch), np.int64)
 
     def _out(self, k: int) -> I64:
         """Per-hash array ``k`` of ``io`` (``layout.IO_LENS``, ``IO_OUT_A`` …) of the last call."""
