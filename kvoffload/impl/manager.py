@@ -72,11 +72,21 @@ I64 = npt.NDArray[np.int64]
 Flags = Sequence[bool] | bytes | bytearray
 Op = Callable[..., int]
 _READY = runtime.READY
+_new_object = object.__new__
 #: The arrays a copy owns (``__deepcopy__``): compiled state, objects, scratch.
 _ARRAYS = ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects", "_q", "_io")
 #: The named views ``_bind_views`` keeps, and their spans by (num_blocks, ghost nodes).
 _BOUND_VIEWS = ("meta", "ts", "ref", "hpos", "free", "bprev", "bnext", "lst", "gnext")
 _VIEW_SPANS: dict[tuple[int, int], list[tuple[str, int, slice]]] = {}
+
+
+def _trusted_spec(block_ids: I64) -> CPULoadStoreSpec:
+    """``CPULoadStoreSpec(block_ids)`` for ids this module made (a fresh one-dimensional
+    int64 array): the constructor's conversion and shape check (~0.3 us, a few percent of
+    a small batch's call) would find nothing to convert or refuse."""
+    spec = _new_object(CPULoadStoreSpec)
+    spec.block_ids = block_ids
+    return spec
 
 
 def _pick(hashes: list[BlockHash], idx: I64, count: int) -> list[BlockHash]:
@@ -118,6 +128,10 @@ class CPUOffloadingManager(OffloadingManager):
     _bnext: npt.NDArray[Any]
     _lst: npt.NDArray[Any]
     _gnext: npt.NDArray[Any]
+    #: ``io``'s result arrays (``_bind_io``): ``out_a``, ``out_b``, ``out_c`` of the last call.
+    _out_a: I64
+    _out_b: I64
+    _out_c: I64
     #: Whether calls read the list directly (tests switch it off to cover the slow path).
     direct: bool = LAYOUT_OK
 
@@ -210,6 +224,7 @@ class CPUOffloadingManager(OffloadingManager):
             setattr(new, name, getattr(self, name).copy())
         new._events = list(self._events)
         new._bind_views()
+        new._bind_io()
         memo[id(self)] = new
         return new
 
@@ -227,7 +242,12 @@ class CPUOffloadingManager(OffloadingManager):
         if batch != self._batch or words != self._q.shape[1]:
             self._batch = batch
             self._q = np.zeros((batch, words), np.uint64)
-            self._io = np.zeros(L.IO_INFO + L.IO_ARRAYS * batch, np.int64)
+            self._io = np.zeros(L.io_size(batch), np.int64)
+            self._bind_io()
+
+    def _bind_io(self) -> None:
+        """Views of ``io``'s result arrays, made once per ``io`` rather than per call."""
+        self._out_a, self._out_b, self._out_c = (self._out(k) for k in (L.IO_OUT_A, L.IO_OUT_B, L.IO_OUT_C))
 
     def _out(self, k: int) -> I64:
         """Per-hash array ``k`` of ``io`` (``layout.IO_LENS``, ``IO_OUT_A`` …) of the last call."""
@@ -299,7 +319,7 @@ class CPUOffloadingManager(OffloadingManager):
             block_hash = hashes[int(info[0])]
             state = "pending" if info[1] else "absent"
             raise ContractViolation("M2", f"prepare_load of {state} hash {describe_hash(block_hash)}")
-        return CPULoadStoreSpec(self._out(L.IO_OUT_A)[:result].copy())
+        return _trusted_spec(self._out_a[:result].copy())
 
     def complete_load(self, block_hashes: Iterable[BlockHash]) -> None:
         """M3: release one ref per occurrence; all or nothing."""
@@ -368,25 +388,17 @@ class CPUOffloadingManager(OffloadingManager):
     def prepare_store(self, block_hashes: Iterable[BlockHash]) -> PrepareStoreOutput | None:
         """M5: pending blocks for the absent hashes, evicting atomically, or ``None``."""
         hashes, result = self._run("prepare_store", block_hashes)
-        if result == L.REFUSED:
-            return None
-        if result == 0:
-            return PrepareStoreOutput([], CPULoadStoreSpec(np.empty(0, np.int64)), [])
-        victim_count = int(self._io[0])
-        evicted: list[BlockHash] = []
-        if victim_count:
-            evicted = self._objects[self._out(L.IO_OUT_C)[:victim_count]].tolist()
-        to_store = _pick(hashes, self._out(L.IO_OUT_A), result)
-        new_ids = self._out(L.IO_OUT_B)[:result].copy()
+        if result <= 0:  # REFUSED (M5.4), or nothing to store (M5.2)
+            return None if result == L.REFUSED else PrepareStoreOutput([], _trusted_spec(np.empty(0, np.int64)), [])
+        victim_count = self._io.item(0)
+        evicted: list[BlockHash] = self._objects[self._out_c[:victim_count]].tolist() if victim_count else []
+        to_store = _pick(hashes, self._out_a, result)
+        new_ids = self._out_b[:result].copy()
         # fromiter: numpy's list-to-object-array conversion is ~10 ns per element slower
         self._objects[new_ids] = np.fromiter(to_store, object, result) if result > 1 else to_store[0]
         if self.enable_events and evicted:
             self._queue_event(evicted, removed=True)
-        return PrepareStoreOutput(
-            block_hashes_to_store=to_store,
-            store_spec=CPULoadStoreSpec(new_ids),
-            block_hashes_evicted=evicted,
-        )
+        return PrepareStoreOutput(to_store, _trusted_spec(new_ids), evicted)
 
     # -- M6, M7 -----------------------------------------------------------------------
     def complete_store(self, block_hashes: Iterable[BlockHash], success: bool = True) -> None:
@@ -404,7 +416,7 @@ class CPUOffloadingManager(OffloadingManager):
         if success:
             hashes, count = self._run("store_ok", block_hashes)
             if self.enable_events and count:
-                self._queue_event(_pick(hashes, self._out(L.IO_OUT_A), count), removed=False)
+                self._queue_event(_pick(hashes, self._out_a, count), removed=False)
         else:
             hashes, count = self._run("store_fail", block_hashes)
         return hashes, count

@@ -35,6 +35,7 @@ from .layout import (
     GHOST_HEAD,
     GHOST_SIZE,
     HS0,
+    INFO_GHOST_CURSORS,
     LIST_HEAD,
     LIST_T1,
     LIST_T2,
@@ -51,7 +52,7 @@ from .layout import (
     T1,
 )
 from .lists import l_prepend, l_unlink, lslot
-from .state import ghost_tags, unpack
+from .state import ghost_tags, scratch, unpack, unpack_io
 from .table import _LO32, _U32, CHUNK, home, node_tag, prefetch, slot_of, table_delete
 
 __all__ = ["evict"]
@@ -140,12 +141,11 @@ def pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, t
 
 
 @kernel()
-def choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys):  # type: ignore[no-untyped-def]
+def choose_victims(a64, a32, a8, pf, n, out_vic, from_list, keys, side, lside):  # type: ignore[no-untyped-def]
     """Take ``n`` victims out of their lists / heaps into ``out_vic`` (their list ids in
-    ``from_list``); blocks set aside on the way are put back where they were."""
+    ``from_list``); blocks set aside on the way (in ``side``, ``lside``: room for every
+    protected block) are put back where they were."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
-    side = np.empty(nprot, np.int64)
-    lside = np.empty(nprot, np.int64)
     ns = 0
     nl = 0
     t1_taken = 0
@@ -213,14 +213,15 @@ def _copy_row(keys, dst, src):  # type: ignore[no-untyped-def]
 
 
 @kernel()
-def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list):  # type: ignore[no-untyped-def]
-    """Free the ``n`` chosen blocks (LRU: forget their hashes; ARC: keep them as ghosts)."""
+def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list, vtags, nxt):  # type: ignore[no-untyped-def]
+    """Free the ``n`` chosen blocks (LRU: forget their hashes; ARC: keep them as ghosts).
+    ``vtags`` (at least ``min(n, CHUNK)`` long) and ``nxt`` (2) are scratch."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     cap = meta[CAP]
     shift = np.uint64(meta[SHIFT])
     gtag = ghost_tags(a32, meta)
-    vtags = np.empty(min(n, CHUNK), np.uint64)
-    nxt = np.array([meta[gslot(0, GHOST_HEAD)], meta[gslot(1, GHOST_HEAD)]])  # prefetch hints only
+    nxt[0] = meta[gslot(0, GHOST_HEAD)]  # prefetch hints only
+    nxt[1] = meta[gslot(1, GHOST_HEAD)]
     for k in range(n):
         if k % CHUNK == 0:
             _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, k, min(k + CHUNK, n), vtags, nxt)
@@ -258,22 +259,27 @@ from .sieve import sieve_choose  # noqa: E402
 
 
 @kernel()
-def evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic):  # type: ignore[no-untyped-def]
-    """Choose and apply ``n`` victims (P5, L3, A4, A5); -1 and no change if impossible (M5.4)."""
+def evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic, io):  # type: ignore[no-untyped-def]
+    """Choose and apply ``n`` victims (P5, L3, A4, A5); -1 and no change if impossible (M5.4).
+    ``nodes``: the batch's (``n`` is at most their count); scratch from ``io``
+    (``state.scratch``): every list below is at most a batch long."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     cap = meta[CAP]
     nprot = protect(nodes, cap, lst, ref, prot)
     if meta[ELIG] - nprot < n:  # I6: refuse before anything moves (M5.4, I7)
         unprotect(nodes, cap, prot)
         return -1
-    from_list = np.empty(n, np.int64)
+    work = scratch(io)
+    from_list, side, lside = work[3], work[4], work[5]
     if meta[POLICY] == POLICY_S3FIFO:
-        s3fifo_choose(a64, a32, a8, keys, nprot, n, out_vic, from_list)
+        s3fifo_choose(a64, a32, a8, keys, n, out_vic, from_list, side, lside)
     elif meta[POLICY] == POLICY_SIEVE:
         sieve_choose(a64, a32, a8, n, out_vic, from_list)
     else:
-        choose_victims(a64, a32, a8, pf, nprot, n, out_vic, from_list, keys)
+        choose_victims(a64, a32, a8, pf, n, out_vic, from_list, keys, side, lside)
     unprotect(nodes, cap, prot)
-    apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list)
+    info = unpack_io(io)[0]
+    apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list, work[6],
+                  info[INFO_GHOST_CURSORS : INFO_GHOST_CURSORS + 2])
     return n
 

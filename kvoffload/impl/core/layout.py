@@ -27,6 +27,7 @@ __all__ = [
     "REFUSED",
     "SLOW_PATH",
     "arena_sizes",
+    "io_size",
     "span",
     "table_size",
 ]
@@ -193,12 +194,32 @@ def arena_sizes(cap: int, ghosts: int) -> tuple[int, int, int]:
 
 
 # --------------------------------------------------------------------- io (per call)
-IO_INFO = 8  # io = info[IO_INFO] | lens[B] | out_a[B] | out_b[B] | out_c[B]
+IO_INFO = 8  # io = info[IO_INFO] | lens[B] | out_a[B] | out_b[B] | out_c[B] | scratch (below)
 IO_LENS = 0  # ``k`` of the per-hash arrays after ``info``
 IO_OUT_A = 1
 IO_OUT_B = 2
 IO_OUT_C = 3
 IO_ARRAYS = 4
+#: ``info`` slots 6 and 7: ``evict.apply_victims``'s prefetch cursors (one per ghost list).
+INFO_GHOST_CURSORS = 6
+# Scratch after the per-hash arrays: what an entry point would otherwise allocate on every
+# call (a numba allocation and its release cost ~0.1 us each; prepare_store made nine).
+# Per hash: tags (uint64 bits), nodes, slots (``state.find_all``), victim lists, heap
+# blocks set aside, list blocks set aside (``evict``), victim tags (``apply_victims``);
+# then ``store.select_absent``'s probe set: a power of two >= 2n slots, at most 4B + 8.
+# Each scratch array is followed by IO_PAD unused words: arrays a multiple of 4 KiB apart
+# (B = 256: 2 KiB each) made the CPU take a store to one for a store to the next (4K
+# aliasing: lookup +10% at n = 256).
+IO_SCRATCH = 7
+IO_PAD = 8
+IO_SEEN = 4
+IO_SEEN_FIXED = 8
+
+
+def io_size(batch: int) -> int:
+    """Length of ``io`` for batches of up to ``batch`` hashes."""
+    return IO_INFO + (IO_ARRAYS + IO_SCRATCH + IO_SEEN) * batch + IO_SCRATCH * IO_PAD + IO_SEEN_FIXED
+
 
 # --------------------------------------------------------------------- result codes
 # Every entry point returns a count >= 0, or one of these (compared by name only).

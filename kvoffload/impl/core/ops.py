@@ -43,7 +43,7 @@ from .layout import (
 from .ghosts import gslot
 from .lists import l_append, l_unlink
 from .marks import touch_marks
-from .state import find_all, load, unpack, unpack_io
+from .state import find_all, load, scratch, unpack, unpack_io
 from .store import prepare_store
 from .table import CHUNK, find, find_chunk, fingerprint, table_delete, tag_of
 
@@ -70,10 +70,7 @@ def lookup(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-un
         return w
     shift = np.uint64(meta[SHIFT])
     mask = np.uint64(meta[FPMASK])
-    k = min(n, CHUNK)
-    tags = np.empty(k, np.uint64)
-    nodes = np.empty(k, np.int64)
-    slots = np.empty(k, np.int64)
+    tags, nodes, slots, from_list, side, lside, vtags, seen = scratch(io)
     for lo in range(0, n, CHUNK):  # the answer is a prefix: at most one chunk past it is read
         hi = min(lo + CHUNK, n)
         find_chunk(table, keys, shift, mask, q[lo:hi], lens[lo:hi], 0, hi - lo, tags, nodes, slots, lst, ref)
@@ -104,7 +101,7 @@ def prepare_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore
     w = load(addr, n, q, lens, meta)
     if w < 0:
         return w
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
     if _first_unloadable(nodes, lst, ref, n, info) >= 0:
         return MISS
     for i in range(n):
@@ -141,7 +138,7 @@ def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
     w = load(addr, n, q, lens, meta)
     if w < 0:
         return w
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
     became_idle = _release(nodes, lst, ref, n, -1)
     bad = _first_unloadable(nodes, lst, ref, n, info)  # a count below 0: more releases than loads
     if bad >= 0:
@@ -221,7 +218,7 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
     w = load(addr, n, q, lens, meta)
     if w < 0:
         return w
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
     if meta[POLICY] == POLICY_S3FIFO or meta[POLICY] == POLICY_SIEVE:  # F4, V4: marks only
         return touch_marks(a8, meta, nodes, lst, ref, n)
     _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
@@ -242,7 +239,7 @@ def arc_finish(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
         return w
     if meta[POLICY] != POLICY_ARC:
         return 0
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
     _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
                nodes, n, out_a, RENEW_FINISH, True)
     return 0
@@ -263,7 +260,7 @@ def arc_store_misses(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ig
         return w
     if meta[POLICY] != POLICY_ARC:
         return 0
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
     touched = 0
     for i in range(n - 1, -1, -1):  # P4: last to first
         nd = nodes[i]
@@ -285,7 +282,7 @@ def store_ok(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-
     if w < 0:
         return w
     m = 0
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
     for i in range(n):
         nd = nodes[i]
         if nd >= 0 and lst[nd] <= T2 and ref[nd] == -1:

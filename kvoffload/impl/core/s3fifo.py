@@ -14,7 +14,6 @@ F7 in ``ops.store_fail``.
 
 from __future__ import annotations
 
-import numpy as np
 
 from .evict import candidate
 from .heap import heap_push, heap_remove
@@ -133,7 +132,7 @@ def _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta
 
 
 @kernel()
-def s3fifo_choose(a64, a32, a8, keys, nprot, n, out_vic, from_list):  # type: ignore[no-untyped-def]
+def s3fifo_choose(a64, a32, a8, keys, n, out_vic, from_list, side, lside):  # type: ignore[no-untyped-def]
     """F5: take ``n`` victims (their list ids in ``from_list``; the caller checked that
     ``n`` eligible blocks exist), promoting and ageing on the way; marks of victims cleared.
     The walks are leaves (``jit.leaf``): a counted call per block would cost a
@@ -141,8 +140,6 @@ def s3fifo_choose(a64, a32, a8, keys, nprot, n, out_vic, from_list):  # type: ig
     M on the way."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     marks = marks_of(a8, meta)
-    side = np.empty(nprot, np.int64)
-    lside = np.empty(nprot, np.int64)
     ns = 0
     nl = 0
     s_taken = 0  # victims from S so far: |S| now is meta[N1 + LIST_T1] - s_taken

@@ -1,7 +1,10 @@
 """Unpacking the state and the per-call ``io`` array into views (``layout`` says where).
 
 ``q`` (uint64 rows, the batch's words) and ``io`` (int64): ``info[IO_INFO]`` |
-``lens[B]`` | ``out_a[B]`` | ``out_b[B]`` | ``out_c[B]`` for batches of up to ``B`` hashes.
+``lens[B]`` | ``out_a[B]`` | ``out_b[B]`` | ``out_c[B]`` | scratch (``scratch``) for
+batches of up to ``B`` hashes (``layout.io_size``). The unpacking functions are inlined
+(numba IR) into each entry point, so that the views' reference counts pair up inside it
+and numba's pruning drops them, instead of a call returning a tuple of counted views.
 With ``addr != 0`` an entry point first reads the caller's list at ``addr`` into
 ``q``/``lens`` (``batch.gather``); with ``addr == 0`` the caller packed them.
 """
@@ -28,6 +31,10 @@ from .layout import (
     HTS,
     IO_ARRAYS,
     IO_INFO,
+    IO_PAD,
+    IO_SCRATCH,
+    IO_SEEN,
+    IO_SEEN_FIXED,
     LST,
     META_SIZE,
     NODES,
@@ -50,7 +57,7 @@ def view(arena, field, cap, ghosts):  # type: ignore[no-untyped-def]
     return arena[start:stop]
 
 
-@kernel()
+@kernel(inline="always")
 def unpack(a64, a32, a8):  # type: ignore[no-untyped-def]
     """Every field of the arenas, as views (layout: ``layout.FIELD_TABLE``)."""
     meta = a64[:META_SIZE]
@@ -74,19 +81,45 @@ def unpack(a64, a32, a8):  # type: ignore[no-untyped-def]
     )
 
 
-@kernel()
+@kernel(inline="always")
 def ghost_tags(a32, meta):  # type: ignore[no-untyped-def]
     """The ghosts' table tags (int32 bits of the uint32 tag, by ``node - C``)."""
     c = meta[CAP]
     return view(a32, GTAG, c, meta[NODES] - c)
 
 
-@kernel()
+@kernel(inline="always")
+def batch_of(io):  # type: ignore[no-untyped-def]
+    """``B``: the most hashes a batch of ``io`` may hold (``layout.io_size``)."""
+    return (io.shape[0] - IO_INFO - IO_SCRATCH * IO_PAD - IO_SEEN_FIXED) // (IO_ARRAYS + IO_SCRATCH + IO_SEEN)
+
+
+@kernel(inline="always")
 def unpack_io(io):  # type: ignore[no-untyped-def]
     """``(info, lens, out_a, out_b, out_c)`` of ``io``."""
-    b = (io.shape[0] - IO_INFO) // IO_ARRAYS
+    b = batch_of(io)
     o = IO_INFO
     return io[:IO_INFO], io[o : o + b], io[o + b : o + 2 * b], io[o + 2 * b : o + 3 * b], io[o + 3 * b : o + 4 * b]
+
+
+@kernel(inline="always")
+def scratch(io):  # type: ignore[no-untyped-def]
+    """``(tags, nodes, slots, from_list, side, lside, vtags, seen)``: the scratch of ``io``
+    (``tags`` and ``vtags`` as uint64), each per-hash array ``B`` long, ``seen``
+    ``4B + IO_SEEN_FIXED``: enough for any batch that ``load`` accepted."""
+    b = batch_of(io)
+    o = IO_INFO + IO_ARRAYS * b
+    s = b + IO_PAD
+    return (
+        io[o : o + b].view(np.uint64),
+        io[o + s : o + s + b],
+        io[o + 2 * s : o + 2 * s + b],
+        io[o + 3 * s : o + 3 * s + b],
+        io[o + 4 * s : o + 4 * s + b],
+        io[o + 5 * s : o + 5 * s + b],
+        io[o + 6 * s : o + 6 * s + b].view(np.uint64),
+        io[o + IO_SCRATCH * s :],
+    )
 
 
 @leaf()
@@ -108,14 +141,18 @@ def load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
     return widest
 
 
-@kernel()
-def find_all(table, keys, meta, lst, ref, q, lens, n):  # type: ignore[no-untyped-def]
-    """``(tags, nodes, slots)`` of the batch (``table.find_chunk``, ``CHUNK`` hashes at a time)."""
+@leaf()
+def find_into(table, keys, meta, lst, ref, q, lens, n, tags, nodes, slots):  # type: ignore[no-untyped-def]
+    """``tags``, ``nodes`` and ``slots`` of the batch (``table.find_chunk``, ``CHUNK`` hashes at a time)."""
     shift = np.uint64(meta[SHIFT])
     mask = np.uint64(meta[FPMASK])
-    tags = np.empty(n, np.uint64)
-    nodes = np.empty(n, np.int64)
-    slots = np.empty(n, np.int64)
     for lo in range(0, n, CHUNK):
         find_chunk(table, keys, shift, mask, q, lens, lo, min(lo + CHUNK, n), tags, nodes, slots, lst, ref)
-    return tags, nodes, slots
+
+
+@kernel(inline="always")
+def find_all(table, keys, meta, lst, ref, q, lens, n, io):  # type: ignore[no-untyped-def]
+    """``(tags, nodes, slots)`` of the batch, in ``io``'s scratch (``find_into``)."""
+    work = scratch(io)
+    find_into(table, keys, meta, lst, ref, q, lens, n, work[0], work[1], work[2])
+    return work[0], work[1], work[2]

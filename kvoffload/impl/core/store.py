@@ -10,7 +10,7 @@ from .ghosts import g_drop
 from .jit import kernel, leaf
 from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
-from .state import find_all, ghost_tags, load, unpack, unpack_io
+from .state import find_all, ghost_tags, load, scratch, unpack, unpack_io
 from .table import _P1, _U32, find, home, row_head
 
 __all__ = ["prepare_store"]
@@ -27,14 +27,17 @@ def _same_row(q, lens, i, j):  # type: ignore[no-untyped-def]
     return True
 
 
-@kernel()
-def select_absent(nodes, lst, tags, q, lens, n, out_idx):  # type: ignore[no-untyped-def]
+@leaf()
+def select_absent(nodes, lst, tags, q, lens, n, out_idx, seen):  # type: ignore[no-untyped-def]
     """M5.1: batch indices of the absent hashes (ghosts count as absent, A1), first
-    occurrence only, into ``out_idx``; their count (a batch-local probe set)."""
+    occurrence only, into ``out_idx``; their count. ``seen`` (``state.scratch``, at
+    least ``4n + 8`` long) holds the batch-local probe set: the batch index + 1 of a
+    first occurrence, 0: empty."""
     size = 8
     while size < 2 * n:
         size *= 2
-    seen = np.zeros(size, np.int64)  # batch index + 1 of the first occurrence, 0: empty
+    for k in range(size):
+        seen[k] = 0
     dmask = size - 1
     m = 0
     for i in range(n):
@@ -122,15 +125,15 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
     if w + 1 > keys.shape[1]:
         info[0] = w
         return KEYS_NARROW
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n)
-    m = select_absent(nodes, lst, tags, q, lens, n, out_idx)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
+    m = select_absent(nodes, lst, tags, q, lens, n, out_idx, scratch(io)[7])
     info[0] = 0
     if m == 0:
         return 0
     need = m - meta[NFREE]
     nv = 0
     if need > 0:
-        nv = evict(table, keys, a64, a32, a8, pf, nodes, need, out_vic)
+        nv = evict(table, keys, a64, a32, a8, pf, nodes[:n], need, out_vic, io)
         if nv < 0:
             return REFUSED
     # entries shifted back since ``find_all`` (evictions): its empty slots are stale
