@@ -26,6 +26,7 @@ context, so every kernel and copy they issue is ordered on that stream (H4).
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 import torch
 
@@ -55,6 +56,99 @@ def available_paths(device: torch.device) -> list[CopyPath]:
     return [CopyPath.GATHER, CopyPath.PER_BLOCK, CopyPath.RUNS]
 
 
+Planes = list[torch.Tensor]
+# One copy of one path: (device planes, host planes, gpu ids, gpu ids as a device tensor,
+# host sub-block ids, non_blocking). Stores copy device -> host, loads host -> device.
+RowCopy = Callable[[Planes, Planes, IntArray, torch.Tensor, IntArray, bool], None]
+
+
+def _store_per_block(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
+                     sub_ids: IntArray, nb: bool) -> None:
+    pairs = list(zip(gpu_ids.tolist(), sub_ids.tolist()))
+    for dev, host in zip(dev_planes, host_planes):
+        for g, s in pairs:
+            host[s].copy_(dev[g], non_blocking=nb)
+
+
+def _store_runs(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
+                sub_ids: IntArray, nb: bool) -> None:
+    spans = pair_runs(gpu_ids, sub_ids)
+    for dev, host in zip(dev_planes, host_planes):
+        for g, s, n in spans:
+            host[s : s + n].copy_(dev[g : g + n], non_blocking=nb)
+
+
+def _store_gather(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
+                  sub_ids: IntArray, nb: bool) -> None:
+    host_runs = runs(sub_ids)
+    for dev, host in zip(dev_planes, host_planes):
+        # Allocated on the current (copy) stream: the caching allocator reuses it
+        # only for later work of that stream, so dropping it here is safe.
+        staging = dev.index_select(0, gpu_index)
+        for pos, first, n in host_runs:
+            host[first : first + n].copy_(staging[pos : pos + n], non_blocking=nb)
+
+
+def _store_index(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
+                 sub_ids: IntArray, nb: bool) -> None:
+    sub_index = torch.from_numpy(sub_ids)
+    for dev, host in zip(dev_planes, host_planes):
+        host.index_copy_(0, sub_index, dev.index_select(0, gpu_index))
+
+
+def _store_direct(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
+                  sub_ids: IntArray, nb: bool) -> None:
+    host_runs = runs(sub_ids)
+    for dev, host in zip(dev_planes, host_planes):
+        for pos, first, n in host_runs:
+            torch.index_select(dev, 0, gpu_index[pos : pos + n], out=host[first : first + n])
+
+
+def _load_per_block(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
+                    sub_ids: IntArray, nb: bool) -> None:
+    pairs = list(zip(sub_ids.tolist(), gpu_ids.tolist()))
+    for host, dev in zip(host_planes, dev_planes):
+        for s, g in pairs:
+            dev[g].copy_(host[s], non_blocking=nb)
+
+
+def _load_runs(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
+               sub_ids: IntArray, nb: bool) -> None:
+    spans = pair_runs(sub_ids, gpu_ids)
+    for host, dev in zip(host_planes, dev_planes):
+        for s, g, n in spans:
+            dev[g : g + n].copy_(host[s : s + n], non_blocking=nb)
+
+
+def _load_gather(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
+                 sub_ids: IntArray, nb: bool) -> None:
+    host_runs = runs(sub_ids)
+    for host, dev in zip(host_planes, dev_planes):
+        staging = torch.empty((len(sub_ids), *dev.shape[1:]), dtype=dev.dtype, device=dev.device)
+        for pos, first, n in host_runs:
+            staging[pos : pos + n].copy_(host[first : first + n], non_blocking=nb)
+        dev.index_copy_(0, gpu_index, staging)
+
+
+def _load_index(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
+                sub_ids: IntArray, nb: bool) -> None:
+    sub_index = torch.from_numpy(sub_ids)
+    for host, dev in zip(host_planes, dev_planes):
+        dev.index_copy_(0, gpu_index, host.index_select(0, sub_index))
+
+
+# The one table of which function copies each path's rows, per direction. ``direct`` loads
+# as ``runs`` (module docstring).
+_STORES: dict[CopyPath, RowCopy] = {
+    CopyPath.PER_BLOCK: _store_per_block, CopyPath.RUNS: _store_runs, CopyPath.GATHER: _store_gather,
+    CopyPath.INDEX: _store_index, CopyPath.DIRECT: _store_direct,
+}
+_LOADS: dict[CopyPath, RowCopy] = {
+    CopyPath.PER_BLOCK: _load_per_block, CopyPath.RUNS: _load_runs, CopyPath.GATHER: _load_gather,
+    CopyPath.INDEX: _load_index, CopyPath.DIRECT: _load_runs,
+}
+
+
 def store_rows(
     path: CopyPath,
     device_planes: list[torch.Tensor],
@@ -68,35 +162,7 @@ def store_rows(
 
     ``gpu_index`` is ``gpu_ids`` as an int64 tensor on the device planes' device.
     """
-    if path is CopyPath.PER_BLOCK:
-        pairs = list(zip(gpu_ids.tolist(), sub_ids.tolist()))
-        for dev, host in zip(device_planes, host_planes):
-            for g, s in pairs:
-                host[s].copy_(dev[g], non_blocking=non_blocking)
-    elif path is CopyPath.RUNS:
-        spans = pair_runs(gpu_ids, sub_ids)
-        for dev, host in zip(device_planes, host_planes):
-            for g, s, n in spans:
-                host[s : s + n].copy_(dev[g : g + n], non_blocking=non_blocking)
-    elif path is CopyPath.GATHER:
-        host_runs = runs(sub_ids)
-        for dev, host in zip(device_planes, host_planes):
-            # Allocated on the current (copy) stream: the caching allocator reuses it
-            # only for later work of that stream, so dropping it here is safe.
-            staging = dev.index_select(0, gpu_index)
-            for pos, first, n in host_runs:
-                host[first : first + n].copy_(staging[pos : pos + n], non_blocking=non_blocking)
-    elif path is CopyPath.INDEX:
-        sub_index = torch.from_numpy(sub_ids)
-        for dev, host in zip(device_planes, host_planes):
-            host.index_copy_(0, sub_index, dev.index_select(0, gpu_index))
-    elif path is CopyPath.DIRECT:
-        host_runs = runs(sub_ids)
-        for dev, host in zip(device_planes, host_planes):
-            for pos, first, n in host_runs:
-                torch.index_select(dev, 0, gpu_index[pos : pos + n], out=host[first : first + n])
-    else:  # pragma: no cover - enum is closed
-        raise ValueError(f"unknown copy path {path!r}")
+    _STORES[CopyPath(path)](device_planes, host_planes, gpu_ids, gpu_index, sub_ids, non_blocking)
 
 
 def load_rows(
@@ -109,28 +175,4 @@ def load_rows(
     non_blocking: bool,
 ) -> None:
     """Copy ``host[sub_ids[j]] -> device[gpu_ids[j]]`` for every plane."""
-    if path is CopyPath.PER_BLOCK:
-        pairs = list(zip(sub_ids.tolist(), gpu_ids.tolist()))
-        for host, dev in zip(host_planes, device_planes):
-            for s, g in pairs:
-                dev[g].copy_(host[s], non_blocking=non_blocking)
-    elif path is CopyPath.RUNS or path is CopyPath.DIRECT:
-        spans = pair_runs(sub_ids, gpu_ids)
-        for host, dev in zip(host_planes, device_planes):
-            for s, g, n in spans:
-                dev[g : g + n].copy_(host[s : s + n], non_blocking=non_blocking)
-    elif path is CopyPath.GATHER:
-        host_runs = runs(sub_ids)
-        for host, dev in zip(host_planes, device_planes):
-            staging = torch.empty(
-                (len(sub_ids), *dev.shape[1:]), dtype=dev.dtype, device=dev.device
-            )
-            for pos, first, n in host_runs:
-                staging[pos : pos + n].copy_(host[first : first + n], non_blocking=non_blocking)
-            dev.index_copy_(0, gpu_index, staging)
-    elif path is CopyPath.INDEX:
-        sub_index = torch.from_numpy(sub_ids)
-        for host, dev in zip(host_planes, device_planes):
-            dev.index_copy_(0, gpu_index, host.index_select(0, sub_index))
-    else:  # pragma: no cover - enum is closed
-        raise ValueError(f"unknown copy path {path!r}")
+    _LOADS[CopyPath(path)](device_planes, host_planes, gpu_ids, gpu_index, sub_ids, non_blocking)
