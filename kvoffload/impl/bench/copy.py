@@ -13,9 +13,11 @@ are consecutive (what the block allocator mostly hands out).
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 
@@ -67,8 +69,7 @@ def command(
     from rich.console import Console
     from rich.table import Table
 
-    from kvoffload.impl.copy import CopyPath, available_paths, build_cpu_handlers
-    from kvoffload.spec.types import CPULoadStoreSpec, GPULoadStoreSpec
+    from kvoffload.impl.copy import CopyPath, available_paths
 
     if device == "cuda" and not torch.cuda.is_available():
         raise click.UsageError("--device cuda: no CUDA device is available")
@@ -89,60 +90,67 @@ def command(
     # Wide enough for every column even when stdout is not a terminal.
     console = Console(width=max(Console().width, 110))
     table = Table(title=f"kvoffload bench copy — {device}, {heads}×{head_dim} {dtype}, median of {repeats}")
-    for name in ("dir", "tokens", "layers", "blocks", "MiB/job", "path", "GB/s", "ceiling GB/s", "ratio"):
+    for name in ("tokens", "layers", "blocks", "dir", "MiB/job", "path", "GB/s", "ceiling GB/s", "ratio"):
         table.add_column(name, justify="left" if name in ("dir", "path") else "right")
-
-    for tokens in tokens_grid:
-        for n_layers in layers_grid:
-            for n_blocks in batch_grid:
-                kv = {
-                    f"layer.{i}": torch.empty(
-                        (2, n_blocks, tokens, heads, head_dim), dtype=torch_dtype, device=dev
-                    ).random_(0, 100)
-                    for i in range(n_layers)
-                }
-                gpu_ids = torch.randperm(n_blocks, generator=gen).numpy()
-                cpu_ids = list(range(n_blocks))
-                job_bytes = sum(t.numel() * t.element_size() for t in kv.values())
-                # The ceiling: one contiguous copy of job_bytes (pinned host side on CUDA).
-                host = torch.empty(job_bytes, dtype=torch.uint8, pin_memory=dev.type == "cuda")
-                flat = torch.empty(job_bytes, dtype=torch.uint8, device=dev)
-                ceiling = {
-                    "store": _median_seconds(lambda: host.copy_(flat, non_blocking=True), sync, repeats),
-                    "load": _median_seconds(lambda: flat.copy_(host, non_blocking=True), sync, repeats),
-                }
-                del host, flat
-                for path in chosen:
-                    store, load = build_cpu_handlers(kv, "kv_blocks", tokens, 1, n_blocks, path=path)
-                    counter = iter(range(1 << 62))
-
-                    def run_store() -> None:
-                        jid = next(counter)
-                        store.transfer_async(jid, (GPULoadStoreSpec(gpu_ids), CPULoadStoreSpec(cpu_ids)))
-                        store.wait({jid})
-                        store.get_finished()
-
-                    def run_load() -> None:
-                        jid = next(counter)
-                        load.transfer_async(jid, (CPULoadStoreSpec(cpu_ids), GPULoadStoreSpec(gpu_ids)))
-                        load.wait({jid})
-                        load.get_finished()
-
-                    for direction, run in (("store", run_store), ("load", run_load)):
-                        seconds = _median_seconds(run, sync, repeats)
-                        gbps = job_bytes / seconds / 1e9
-                        top = job_bytes / ceiling[direction] / 1e9
-                        table.add_row(
-                            direction,
-                            str(tokens),
-                            str(n_layers),
-                            str(n_blocks),
-                            f"{job_bytes / 2**20:.1f}",
-                            path.value,
-                            f"{gbps:.2f}",
-                            f"{top:.2f}",
-                            f"{gbps / top:.2f}",
-                        )
-                    del store, load
-                del kv
+    for tokens, n_layers, n_blocks in itertools.product(tokens_grid, layers_grid, batch_grid):
+        kv = {
+            f"layer.{i}": torch.empty((2, n_blocks, tokens, heads, head_dim), dtype=torch_dtype, device=dev).random_(
+                0, 100
+            )
+            for i in range(n_layers)
+        }
+        gpu_ids = torch.randperm(n_blocks, generator=gen).numpy()
+        for row in _config_rows(kv, tokens, gpu_ids, chosen, sync, repeats):
+            table.add_row(str(tokens), str(n_layers), str(n_blocks), *row)
+        del kv
     console.print(table)
+
+
+def _config_rows(
+    kv: dict[str, Any], tokens: int, gpu_ids: Any, chosen: Sequence[Any], sync: Callable[[], None], repeats: int
+) -> list[tuple[str, ...]]:
+    """One configuration's rows: (dir, MiB/job, path, GB/s, ceiling GB/s, ratio) per path and direction."""
+    import torch
+
+    from kvoffload.impl.copy import build_cpu_handlers
+    from kvoffload.spec.types import CPULoadStoreSpec, GPULoadStoreSpec
+
+    dev = next(iter(kv.values())).device
+    n_blocks = len(gpu_ids)
+    cpu_ids = list(range(n_blocks))
+    job_bytes = sum(t.numel() * t.element_size() for t in kv.values())
+    # The ceiling: one contiguous copy of job_bytes (pinned host side on CUDA).
+    host = torch.empty(job_bytes, dtype=torch.uint8, pin_memory=dev.type == "cuda")
+    flat = torch.empty(job_bytes, dtype=torch.uint8, device=dev)
+    ceiling = {
+        "store": _median_seconds(lambda: host.copy_(flat, non_blocking=True), sync, repeats),
+        "load": _median_seconds(lambda: flat.copy_(host, non_blocking=True), sync, repeats),
+    }
+    del host, flat
+    rows: list[tuple[str, ...]] = []
+    for path in chosen:
+        store, load = build_cpu_handlers(kv, "kv_blocks", tokens, 1, n_blocks, path=path)
+        jobs = {
+            "store": (store, lambda: (GPULoadStoreSpec(gpu_ids), CPULoadStoreSpec(cpu_ids))),
+            "load": (load, lambda: (CPULoadStoreSpec(cpu_ids), GPULoadStoreSpec(gpu_ids))),
+        }
+        for direction, (handler, spec) in jobs.items():
+            seconds = _median_seconds(_one_job(handler, spec), sync, repeats)
+            gbps, top = job_bytes / seconds / 1e9, job_bytes / ceiling[direction] / 1e9
+            rows.append((direction, f"{job_bytes / 2**20:.1f}", path.value, f"{gbps:.2f}", f"{top:.2f}",
+                         f"{gbps / top:.2f}"))
+    return rows
+
+
+def _one_job(handler: Any, spec: Callable[[], Any]) -> Callable[[], None]:
+    """A closure running one transfer job through the real handler: submit (specs built per
+    job, as the connector does), wait, collect."""
+    counter = iter(range(1 << 62))
+
+    def run() -> None:
+        jid = next(counter)
+        handler.transfer_async(jid, spec())
+        handler.wait({jid})
+        handler.get_finished()
+
+    return run
