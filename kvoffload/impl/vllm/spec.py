@@ -98,6 +98,62 @@ def _tokens_held(config: Any, num_blocks: int, tokens_per_chunk: int) -> int | N
     return num_blocks * max_model_len // chunks_per_request
 
 
+def _shared_block_size(groups: tuple[Any, ...]) -> int:
+    """S2: the one GPU block size (tokens) every KV cache group shares."""
+    sizes = sorted({int(g.tokens_per_block) for g in groups})
+    if len(sizes) != 1:
+        raise ValueError(
+            f"S2: kvoffload needs at least one KV cache group and one GPU block size shared "
+            f"by all groups (its copy handlers work in one block size), got "
+            f"tokens_per_block={[g.tokens_per_block for g in groups]}"
+        )
+    return sizes[0]
+
+
+def _chunk_config(extra: dict[str, Any], tokens_per_block: int, blocks_per_chunk: int) -> dict[str, Any]:
+    """Our core spec's extra config: the page layout, the policy asked for, and (S2) the
+    chunk vLLM configured as ``block_size`` (a ``block_size`` the user set must equal it)."""
+    ours: dict[str, Any] = {"kv_layout": "page"}
+    if "eviction_policy" in extra:
+        ours["eviction_policy"] = extra["eviction_policy"]
+    if "block_size" in extra:
+        requested = _positive_int("block_size", extra["block_size"])
+        if requested != tokens_per_block * blocks_per_chunk:
+            raise ValueError(
+                f"S2: block_size={extra['block_size']!r} is not the chunk vLLM configured: "
+                f"{blocks_per_chunk} block(s) of {tokens_per_block} tokens"
+            )
+    if "block_size" in extra or "blocks_per_chunk" in extra:
+        ours["block_size"] = tokens_per_block * blocks_per_chunk
+    return ours
+
+
+def _num_blocks(extra: dict[str, Any], per_block: int, per_chunk_bytes: int) -> int:
+    """S4: host blocks from exactly one of ``num_blocks`` and ``cpu_bytes_to_use`` (a
+    budget in whole chunks of ``per_chunk_bytes``, all ranks' bytes, aligned)."""
+    has_count = extra.get("num_blocks") is not None
+    if has_count == (extra.get("cpu_bytes_to_use") is not None):
+        raise ValueError(
+            "S4: set exactly one of cpu_bytes_to_use and num_blocks in "
+            f"kv_connector_extra_config, got cpu_bytes_to_use={extra.get('cpu_bytes_to_use')!r}, "
+            f"num_blocks={extra.get('num_blocks')!r}"
+        )
+    if has_count:
+        return _positive_int("num_blocks", extra["num_blocks"])
+    budget = _positive_int("cpu_bytes_to_use", extra["cpu_bytes_to_use"])
+    if per_block <= 0:
+        raise ValueError(
+            f"S4: cpu_bytes_to_use={extra['cpu_bytes_to_use']!r} needs the KV bytes per "
+            f"block, but vLLM reported worker_kv_bytes_per_block={per_block}"
+        )
+    num_blocks = budget // per_chunk_bytes
+    if num_blocks <= 0:
+        raise ValueError(
+            f"S4: cpu_bytes_to_use={extra['cpu_bytes_to_use']!r} holds no offloaded block of {per_chunk_bytes} bytes"
+        )
+    return num_blocks
+
+
 class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
     """Our manager for vLLM's scheduler, our copy handlers for its worker (S3)."""
 
@@ -106,66 +162,20 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
         extra = dict(config.extra_config or {})
 
         groups = tuple(config.groups)
-        sizes = sorted({int(g.tokens_per_block) for g in groups})
-        if len(sizes) != 1:
-            raise ValueError(
-                f"S2: kvoffload needs at least one KV cache group and one GPU block size shared "
-                f"by all groups (its copy handlers work in one block size), got "
-                f"tokens_per_block={[g.tokens_per_block for g in groups]}"
-            )
+        tokens_per_block = _shared_block_size(groups)
         for key, why in _UNSUPPORTED.items():
             if extra.get(key) is not None:
                 raise ValueError(f"S4: {key}={extra[key]!r} is not supported: {why}")
         self.admission_config = _admission(extra)
 
-        tokens_per_block = sizes[0]
         blocks_per_chunk = int(config.cache.blocks_per_chunk)
         if blocks_per_chunk <= 0:
             raise ValueError(f"S2: blocks_per_chunk={blocks_per_chunk!r} must be a positive integer")
-
-        ours: dict[str, Any] = {"kv_layout": "page"}
-        if "eviction_policy" in extra:
-            ours["eviction_policy"] = extra["eviction_policy"]
-        if "block_size" in extra or "blocks_per_chunk" in extra:
-            if "block_size" in extra:
-                requested = _positive_int("block_size", extra["block_size"])
-                if requested != tokens_per_block * blocks_per_chunk:
-                    raise ValueError(
-                        f"S2: block_size={extra['block_size']!r} is not the chunk vLLM configured: "
-                        f"{blocks_per_chunk} block(s) of {tokens_per_block} tokens"
-                    )
-            ours["block_size"] = tokens_per_block * blocks_per_chunk
-
+        ours = _chunk_config(extra, tokens_per_block, blocks_per_chunk)
         world_size = max(int(config.parallel.world_size), 1)
-        has_count = extra.get("num_blocks") is not None
-        has_bytes = extra.get("cpu_bytes_to_use") is not None
-        if has_count == has_bytes:
-            raise ValueError(
-                "S4: set exactly one of cpu_bytes_to_use and num_blocks in "
-                f"kv_connector_extra_config, got cpu_bytes_to_use={extra.get('cpu_bytes_to_use')!r}, "
-                f"num_blocks={extra.get('num_blocks')!r}"
-            )
-        if has_count:
-            num_blocks = _positive_int("num_blocks", extra["num_blocks"])
-        else:
-            budget = _positive_int("cpu_bytes_to_use", extra["cpu_bytes_to_use"])
-            per_block = int(config.worker_kv_bytes_per_block)
-            if per_block <= 0:
-                raise ValueError(
-                    f"S4: cpu_bytes_to_use={extra['cpu_bytes_to_use']!r} needs the KV bytes per "
-                    f"block, but vLLM reported worker_kv_bytes_per_block={per_block}"
-                )
-            per_chunk = _round_up(per_block * world_size * blocks_per_chunk, CHUNK_ALIGNMENT)
-            num_blocks = budget // per_chunk
-            if num_blocks <= 0:
-                raise ValueError(
-                    f"S4: cpu_bytes_to_use={extra['cpu_bytes_to_use']!r} holds no offloaded block "
-                    f"of {per_chunk} bytes"
-                )
-        ours["num_blocks"] = num_blocks
-        per_chunk_bytes = _round_up(
-            max(int(config.worker_kv_bytes_per_block), 0) * world_size * blocks_per_chunk, CHUNK_ALIGNMENT
-        )
+        per_block = int(config.worker_kv_bytes_per_block)
+        per_chunk_bytes = _round_up(max(per_block, 0) * world_size * blocks_per_chunk, CHUNK_ALIGNMENT)
+        num_blocks = ours["num_blocks"] = _num_blocks(extra, per_block, per_chunk_bytes)
 
         self.num_blocks = num_blocks
         self.core = CPUOffloadingSpec(
