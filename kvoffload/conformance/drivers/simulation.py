@@ -104,7 +104,7 @@ class SimulationReport:
 class FaultyHandler:
     """Wraps a handler; jobs chosen to fail are not copied and are reported ``False``.
 
-    Keeps H2's order per direction: results are handed out in submission order.
+    Keeps H2's order per direction: results are collected in submission order.
     """
 
     def __init__(self, inner: Any, fail_rate: float, rng: random.Random) -> None:
@@ -112,6 +112,7 @@ class FaultyHandler:
         self._order: deque[int] = deque()
         self._results: dict[int, bool] = {}
         self.failed: set[int] = set()
+        self.reported: dict[int, bool] = {}  # finished jobs not collected yet
 
     def transfer_async(self, job_id: int, spec: Any) -> bool:
         if self.rng.random() < self.fail_rate:
@@ -123,15 +124,181 @@ class FaultyHandler:
         return True
 
     def wait(self, job_ids: set[int]) -> None:
-        self.inner.wait({j for j in job_ids if j not in self.failed})
+        self.inner.wait(job_ids - self.failed)
 
-    def get_finished(self) -> list[tuple[int, bool]]:
+    def collect(self, job: int) -> bool:
+        """Wait for ``job`` and return its success; the jobs finished before it in submission
+        order are kept for their own ``collect``."""
+        self.wait({job})
         self._results.update(self.inner.get_finished())
-        out: list[tuple[int, bool]] = []
         while self._order and self._order[0] in self._results:
-            job_id = self._order.popleft()
-            out.append((job_id, self._results.pop(job_id)))
-        return out
+            finished = self._order.popleft()
+            self.reported[finished] = self._results.pop(finished)
+        if job not in self.reported:
+            raise AssertionError(f"H2: job {job} not reported after wait")
+        return self.reported.pop(job)
+
+
+class _Simulation:
+    """One run's state: the scheduler side (requests, the judged manager) and the worker
+    side (GPU tensors, the two faulty handlers, the jobs in flight)."""
+
+    def __init__(self, target: JudgedManager, config: SimulationConfig, build: Callable[..., tuple[Any, Any]]) -> None:
+        import torch
+
+        self.torch, self.target, self.config = torch, target, config
+        self.rng = random.Random(config.seed)
+        self.report = SimulationReport()
+        self.kv = {f"layer{i}": torch.zeros((2, config.gpu_blocks, *config.block_shape)) for i in range(config.layers)}
+        raw_store, raw_load = build(self.kv, "kv_blocks", config.block_shape[0], config.factor, config.capacity)
+        self.store = FaultyHandler(raw_store, config.store_fail_rate, random.Random(config.seed + 1))
+        self.load = FaultyHandler(raw_load, config.load_fail_rate, random.Random(config.seed + 2))
+        self.job_ids = iter(range(1, 1 << 62))
+        self.busy: set[int] = set()
+        self.seen: set[bytes] = set()
+        self.pending_stores: list[tuple[int, list[bytes]]] = []
+        self.pending_loads: list[tuple[int, list[bytes], list[int], int]] = []
+        self.content = functools.cache(self._content)
+
+    def _content(self, block_hash: bytes, layer: int, sub: int) -> Any:
+        """What sub-block ``sub`` of ``block_hash`` holds in ``layer``: a function of the three alone."""
+        seed = int.from_bytes(hashlib.sha256(block_hash + bytes([layer, sub])).digest()[:8], "little")
+        return self.torch.randn((2, *self.config.block_shape), generator=self.torch.Generator().manual_seed(seed))
+
+    def finish_store(self, job: int, hashes: list[bytes]) -> None:
+        success = self.store.collect(job)
+        if not success:
+            self.report.failed_store_transfers += 1
+        elif self.rng.random() < self.config.abort_rate:
+            success = False
+            self.report.aborted_stores += 1
+        self.target.complete_store(set(hashes), success=success)  # C3: a set, as vLLM passes
+
+    def finish_load(self, job: int, hashes: list[bytes], gpu_ids: list[int], skip: int) -> None:
+        if self.load.collect(job):
+            for position, gpu_id in enumerate(gpu_ids):
+                sub, f = skip + position, self.config.factor
+                for layer in range(self.config.layers):
+                    if not self.torch.equal(self.kv[f"layer{layer}"][:, gpu_id],
+                                            self.content(hashes[sub // f], layer, sub % f)):
+                        self.corrupt(gpu_id, hashes[sub // f], sub % f, layer)
+            self.report.blocks_loaded += len(gpu_ids)
+        else:
+            self.report.failed_load_transfers += 1  # the blocks count as not loaded; recompute
+        self.busy.difference_update(gpu_ids)
+        self.target.complete_load(hashes)  # C2: once per prepare_load, same hashes
+
+    def corrupt(self, gpu_id: int, block_hash: bytes, sub: int, layer: int) -> None:
+        """E1 broken: a loaded GPU block does not hold what its hash was stored with."""
+        self.report.corrupt += 1
+        if len(self.report.notes) < 10:
+            self.report.notes.append(f"E1: GPU block {gpu_id} (sub-block {sub} of {block_hash[:6].hex()}…, layer "
+                                     f"{layer}) does not hold what the hash was stored with")
+
+    def finish_some(self, all_of_them: bool = False) -> None:
+        """Complete jobs in a random order across directions; all of them, or stop at a coin flip."""
+        while (self.pending_loads or self.pending_stores) and (all_of_them or self.rng.random() >= 0.5):
+            index = self.rng.randrange(len(self.pending_loads) + len(self.pending_stores))
+            if index < len(self.pending_loads):
+                self.finish_load(*self.pending_loads.pop(index))
+            else:
+                self.finish_store(*self.pending_stores.pop(index - len(self.pending_loads)))
+            if not all_of_them and self.rng.random() < 0.5:
+                return
+
+    def free_gpu(self, count: int) -> list[int]:
+        """``count`` idle GPU blocks, finishing the oldest loads while too few are idle."""
+        while len(self.busy) + count > self.config.gpu_blocks and self.pending_loads:
+            self.finish_load(*self.pending_loads.pop(0))
+        return self.rng.sample(sorted(set(range(self.config.gpu_blocks)) - self.busy), count)
+
+    def request(self) -> None:
+        """One scheduler step: look a request's chain up, load its hits, touch it, store it."""
+        config, report, rng = self.config, self.report, self.rng
+        report.requests += 1
+        length = rng.randint(1, config.max_request_blocks)
+        request = chain(rng.randrange(config.roots), [rng.randrange(2) for _ in range(length)])
+        self.seen.update(request)
+        if rng.random() < 0.2:  # a random lookup of unrelated hashes
+            report.lookups += 1
+            self.target.lookup(iter([rng.randbytes(32) for _ in range(rng.randint(0, 3))]))
+        report.lookups += 1
+        hits = self.target.lookup(iter(request))
+        if hits and rng.random() < 0.8:
+            self.start_load(request[:hits])
+        if rng.random() < 0.5:
+            report.touches += 1
+            self.target.touch(request)
+        self.start_store(request)
+        report.max_in_flight = max(report.max_in_flight, len(self.pending_loads) + len(self.pending_stores))
+        self.finish_some()
+
+    def start_load(self, hashes: list[bytes]) -> None:
+        """Load the hits into scribbled GPU blocks, maybe from inside the first block (H3)."""
+        f = self.config.factor
+        spec = self.target.prepare_load(hashes)
+        skip = self.rng.randrange(f)
+        self.report.partial_first_block_loads += skip > 0
+        gpu_ids = self.free_gpu(len(hashes) * f - skip)
+        self.busy.update(gpu_ids)
+        for tensor in self.kv.values():  # scribble, so a missed copy cannot pass
+            tensor[:, gpu_ids] = float("nan")
+        job = next(self.job_ids)
+        assert isinstance(spec, CPULoadStoreSpec)
+        if not self.load.transfer_async(job, (spec, GPULoadStoreSpec(gpu_ids))):
+            raise AssertionError("H1: a valid load was refused")
+        self.pending_loads.append((job, hashes, gpu_ids, skip))
+        self.report.loads += 1
+
+    def start_store(self, request: list[bytes]) -> None:
+        """Offer the request to ``prepare_store``; copy what it accepts out of fresh GPU blocks."""
+        f, report = self.config.factor, self.report
+        output = self.target.prepare_store(request)
+        if output is None or not output.block_hashes_to_store:
+            report.refusals += output is None
+            return
+        to_store = list(output.block_hashes_to_store)
+        report.evictions += len(output.block_hashes_evicted)
+        gpu_ids = self.free_gpu(len(to_store) * f)
+        for index, gpu_id in enumerate(gpu_ids):
+            for layer in range(self.config.layers):
+                self.kv[f"layer{layer}"][:, gpu_id] = self.content(to_store[index // f], layer, index % f)
+        job = next(self.job_ids)
+        if not self.store.transfer_async(job, (GPULoadStoreSpec(gpu_ids), output.store_spec)):
+            raise AssertionError("H1: a valid store was refused")
+        # The copy happens now (the model computes on; these GPU blocks get reused);
+        # completion is reported to the manager later.
+        self.store.wait({job})
+        self.pending_stores.append((job, to_store))
+        report.stores += 1
+        report.blocks_stored += len(to_store)
+
+    def refill(self) -> None:
+        """E2 through the public API: nothing is in flight, so every ready block is idle and
+        evictable. The largest fresh batch that prepare_store accepts is free + ready."""
+        list(self.target.take_events())
+        cap, report = self.config.capacity, self.report
+        ready = report.ready_at_end = sum(self.target.lookup([block_hash]) for block_hash in self.seen)
+        for size in range(cap, -1, -1):
+            fresh = [b"\xfe\xed" + size.to_bytes(2, "little") + i.to_bytes(28, "little") for i in range(size)]
+            refill = self.target.prepare_store(fresh)
+            if refill is None:
+                continue
+            report.leaked = cap - size
+            evicted = set(refill.block_hashes_evicted)
+            if len(evicted) != ready or not evicted <= self.seen:
+                report.notes.append(f"E2: a refill of {size} evicted {len(evicted)} blocks but {ready} hashes were "
+                                    "ready")
+                report.leaked = max(report.leaked, abs(len(evicted) - ready))
+            self.target.complete_store(fresh, success=False)
+            return
+
+
+def chain(root: int, labels: list[int]) -> list[bytes]:
+    """A request's prefix-sharing hashes: each hashes its parent's and its own label."""
+    hashes = itertools.accumulate(labels, lambda parent, label: hashlib.sha256(parent + bytes([label])).digest(),
+                                  initial=bytes([root]) * 32)
+    return list(hashes)[1:]  # the root first
 
 
 @implements("E1", "E2")
@@ -144,171 +311,19 @@ def run_simulation(
     the judge's first verdict (victims compared as ``config.judge_policy`` says).
     ``build_handlers`` has ``build_cpu_handlers``'s signature (ours by default)."""
     target = JudgedManager(manager, config.capacity, config.judge_policy, CallLog.naming("m", ()).name)
-    import torch
-
-    build = build_handlers or load_factory(builtin_source("handler", "impl"))
-    rng = random.Random(config.seed)
-    f, cap = config.factor, config.capacity
-    report = SimulationReport()
-    kv = {f"layer{i}": torch.zeros((2, config.gpu_blocks, *config.block_shape)) for i in range(config.layers)}
-    raw_store, raw_load = build(kv, "kv_blocks", config.block_shape[0], f, cap)
-    store = FaultyHandler(raw_store, config.store_fail_rate, random.Random(config.seed + 1))
-    load = FaultyHandler(raw_load, config.load_fail_rate, random.Random(config.seed + 2))
-
-    @functools.cache
-    def content(block_hash: bytes, layer: int, sub: int) -> Any:
-        seed = int.from_bytes(hashlib.sha256(block_hash + bytes([layer, sub])).digest()[:8], "little")
-        return torch.randn((2, *config.block_shape), generator=torch.Generator().manual_seed(seed))
-
-    def chain(root: int, labels: list[int]) -> list[bytes]:
-        """A request's prefix-sharing hashes: each hashes its parent's and its own label."""
-        hashes = itertools.accumulate(labels, lambda parent, label: hashlib.sha256(parent + bytes([label])).digest(),
-                                      initial=bytes([root]) * 32)
-        return list(hashes)[1:]  # the root first
-
-    job_ids = iter(range(1, 1 << 62))
-    reported: dict[int, bool] = {}
-    busy: set[int] = set()
-    seen: set[bytes] = set()
-    pending_stores: list[tuple[int, list[bytes]]] = []
-    pending_loads: list[tuple[int, list[bytes], list[int], int]] = []
-
-    def collect(handler: FaultyHandler, job: int) -> bool:
-        handler.wait({job})
-        for finished, success in handler.get_finished():
-            if finished in reported:
-                report.notes.append(f"H2: job {finished} reported twice")
-            reported[finished] = success
-        if job not in reported:
-            raise AssertionError(f"H2: job {job} not reported after wait")
-        return reported.pop(job)
-
-    def finish_store(job: int, hashes: list[bytes]) -> None:
-        success = collect(store, job)
-        if not success:
-            report.failed_store_transfers += 1
-        elif rng.random() < config.abort_rate:
-            success = False
-            report.aborted_stores += 1
-        target.complete_store(set(hashes), success=success)  # C3: a set, as vLLM passes
-
-    def finish_load(job: int, hashes: list[bytes], gpu_ids: list[int], skip: int) -> None:
-        if collect(load, job):
-            for position, gpu_id in enumerate(gpu_ids):
-                sub = skip + position
-                block_hash = hashes[sub // f]
-                for layer in range(config.layers):
-                    if not torch.equal(kv[f"layer{layer}"][:, gpu_id], content(block_hash, layer, sub % f)):
-                        report.corrupt += 1
-                        if len(report.notes) < 10:
-                            report.notes.append(
-                                f"E1: GPU block {gpu_id} (sub-block {sub % f} of {block_hash[:6].hex()}…, layer "
-                                f"{layer}) does not hold what the hash was stored with"
-                            )
-            report.blocks_loaded += len(gpu_ids)
-        else:
-            report.failed_load_transfers += 1  # the blocks count as not loaded; recompute
-        busy.difference_update(gpu_ids)
-        target.complete_load(hashes)  # C2: once per prepare_load, same hashes
-
-    def finish_some(all_of_them: bool = False) -> None:
-        while pending_loads or pending_stores:
-            if not all_of_them and rng.random() < 0.5:
-                return
-            index = rng.randrange(len(pending_loads) + len(pending_stores))  # out of order across directions
-            if index < len(pending_loads):
-                finish_load(*pending_loads.pop(index))
-            else:
-                finish_store(*pending_stores.pop(index - len(pending_loads)))
-            if not all_of_them and rng.random() < 0.5:
-                return
-
-    def free_gpu(count: int) -> list[int]:
-        while len(busy) + count > config.gpu_blocks and pending_loads:
-            finish_load(*pending_loads.pop(0))
-        return rng.sample(sorted(set(range(config.gpu_blocks)) - busy), count)
-
-    def run_requests() -> None:
-        for _ in range(config.requests):
-            report.requests += 1
-            length = rng.randint(1, config.max_request_blocks)
-            request = chain(rng.randrange(config.roots), [rng.randrange(2) for _ in range(length)])
-            seen.update(request)
-            if rng.random() < 0.2:  # a random lookup of unrelated hashes
-                report.lookups += 1
-                target.lookup(iter([rng.randbytes(32) for _ in range(rng.randint(0, 3))]))
-            report.lookups += 1
-            hits = target.lookup(iter(request))
-            if hits and rng.random() < 0.8:
-                hashes = request[:hits]
-                spec = target.prepare_load(hashes)
-                m = hits * f - rng.randrange(f)  # H3: may start inside the first block
-                if m < hits * f:
-                    report.partial_first_block_loads += 1
-                gpu_ids = free_gpu(m)
-                busy.update(gpu_ids)
-                for gpu_id in gpu_ids:  # scribble, so a missed copy cannot pass
-                    for tensor in kv.values():
-                        tensor[:, gpu_id].fill_(float("nan"))
-                job = next(job_ids)
-                assert isinstance(spec, CPULoadStoreSpec)
-                if not load.transfer_async(job, (spec, GPULoadStoreSpec(gpu_ids))):
-                    raise AssertionError("H1: a valid load was refused")
-                pending_loads.append((job, hashes, gpu_ids, hits * f - m))
-                report.loads += 1
-            if rng.random() < 0.5:
-                report.touches += 1
-                target.touch(request)
-            output = target.prepare_store(request)
-            if output is None:
-                report.refusals += 1
-            elif output.block_hashes_to_store:
-                to_store = list(output.block_hashes_to_store)
-                report.evictions += len(output.block_hashes_evicted)
-                gpu_ids = free_gpu(len(to_store) * f)
-                for index, gpu_id in enumerate(gpu_ids):
-                    for layer in range(config.layers):
-                        kv[f"layer{layer}"][:, gpu_id] = content(to_store[index // f], layer, index % f)
-                job = next(job_ids)
-                if not store.transfer_async(job, (GPULoadStoreSpec(gpu_ids), output.store_spec)):
-                    raise AssertionError("H1: a valid store was refused")
-                # The copy happens now (the model computes on; these GPU blocks get reused);
-                # completion is reported to the manager later.
-                store.wait({job})
-                pending_stores.append((job, to_store))
-                report.stores += 1
-                report.blocks_stored += len(to_store)
-            report.max_in_flight = max(report.max_in_flight, len(pending_loads) + len(pending_stores))
-            finish_some()
-        finish_some(all_of_them=True)
-
+    run = _Simulation(target, config, build_handlers or load_factory(builtin_source("handler", "impl")))
     try:
-        run_requests()
+        for _ in range(config.requests):
+            run.request()
+        run.finish_some(all_of_them=True)
     except Exception as error:  # a manager already judged wrong may break the caller's protocol
         if target.verdict is None:
             raise
-        report.notes.append(f"the run stopped after the violation: {type(error).__name__}: {error}")
+        run.report.notes.append(f"the run stopped after the violation: {type(error).__name__}: {error}")
     else:
-        list(target.take_events())
-        # E2 through the public API: nothing is in flight, so every ready block is idle and
-        # evictable. The largest fresh batch that prepare_store accepts is free + ready.
-        ready = sum(target.lookup([block_hash]) for block_hash in seen)
-        report.ready_at_end = ready
-        for size in range(cap, -1, -1):
-            fresh = [b"\xfe\xed" + size.to_bytes(2, "little") + i.to_bytes(28, "little") for i in range(size)]
-            refill = target.prepare_store(fresh)
-            if refill is not None:
-                report.leaked = cap - size
-                evicted = set(refill.block_hashes_evicted)
-                if len(evicted) != ready or not evicted <= seen:
-                    report.notes.append(
-                        f"E2: a refill of {size} evicted {len(evicted)} blocks but {ready} hashes were ready"
-                    )
-                    report.leaked = max(report.leaked, abs(len(evicted) - ready))
-                target.complete_store(fresh, success=False)
-                break
-    report.judged_calls, report.violation = target.judged_calls, target.verdict
-    return report
+        run.refill()
+    run.report.judged_calls, run.report.violation = target.judged_calls, target.verdict
+    return run.report
 
 
 def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManager]:
@@ -345,8 +360,8 @@ def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, 
     except Exception as error:
         click.echo(f"Error: the factory could not build a manager: {type(error).__name__}: {error}", err=True)
         raise SystemExit(2) from None
-    click.echo(f"simulate --manager {target} --handlers {handlers} --policy {policy} --requests {requests} --seed {seed} "
-               f"--capacity {capacity} --factor {factor}")
+    click.echo(f"simulate --manager {target} --handlers {handlers} --policy {policy} --requests {requests} "
+               f"--seed {seed} --capacity {capacity} --factor {factor}")
     report = run_simulation(manager, config, build_handlers)
     click.echo(report.format())
     raise SystemExit(0 if report.ok else 1)
