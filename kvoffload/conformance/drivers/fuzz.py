@@ -44,9 +44,6 @@ class FuzzRound:
     policy: str
     strict: bool
 
-    def label(self) -> str:
-        return f"{self.source} [{self.policy}{', strict' if self.strict else ''}]"
-
 
 @attrs.define
 class FuzzOutcome:
@@ -136,7 +133,8 @@ def fuzz_machines(
         run_machine(machine, settings, seeds.getrandbits(64) if seeds is not None else None, result,
                     "the target raised an unexpected error: ", full_traceback=True)
         outcome.result = None if result.ok else result
-        return (f"fuzz {kind}: round {outcome.rounds} {fuzz_round.label()}: {stats.steps} steps, "
+        mode = f"{fuzz_round.policy}{', strict' if fuzz_round.strict else ''}"
+        return (f"fuzz {kind}: round {outcome.rounds} {fuzz_round.source} [{mode}]: {stats.steps} steps, "
                 f"{stats.examples} examples, {len(stats.clauses)} clauses exercised")
 
     _fuzz_until(outcome, seconds, progress, run_round)
@@ -170,13 +168,6 @@ def fuzz_handler(
         return f"fuzz handler: round {outcome.rounds} (seed {round_seed}): {outcome.examples} examples"
 
     return _fuzz_until(outcome, seconds, progress, run_round)
-
-
-def _handler_factory(target: str) -> tuple[Callable[..., Any], str]:
-    if target == "reference":
-        raise click.UsageError("there is no reference copy handler; use --target impl or MODULE:FACTORY")
-    source = builtin_source("handler", target)
-    return load_factory(source), source
 
 
 def _database(path: str) -> ExampleDatabase:
@@ -213,8 +204,10 @@ def fuzz(kind: str, target: str, policy: str | None, strict: bool, minutes: floa
         if kind == "handler":
             if policy is not None or strict:
                 raise click.UsageError("--policy and --strict do not apply to handler")
-            factory, name = _handler_factory(target)
-            outcome = fuzz_handler(factory, seconds=seconds, seed=seed, name=name, progress=progress)
+            if target == "reference":
+                raise click.UsageError("there is no reference copy handler; use --target impl or MODULE:FACTORY")
+            name = builtin_source("handler", target)
+            outcome = fuzz_handler(load_factory(name), seconds=seconds, seed=seed, name=name, progress=progress)
         else:
             if kind == "backend" and policy not in (None, "any"):
                 raise click.UsageError("--policy does not apply to backend")
