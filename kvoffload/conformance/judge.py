@@ -103,10 +103,7 @@ def refine(clauses: tuple[str, ...], block_hash: object, present: Iterable[bytes
 def exception_kind(error: BaseException) -> type[BaseException]:
     """The kind of error the contract distinguishes (M9): ContractViolation, TypeError,
     ValueError, or the error's own type."""
-    for kind in (ContractViolation, TypeError, ValueError):
-        if isinstance(error, kind):
-            return kind
-    return type(error)
+    return next((kind for kind in (ContractViolation, TypeError, ValueError) if isinstance(error, kind)), type(error))
 
 
 def victim_blame(policy: str, refused: bool = False, ineligible: bool = False) -> tuple[str, ...]:
@@ -152,8 +149,7 @@ class StoreScope:
     def of(cls, model: ReferenceManager, items: Sequence[Any]) -> StoreScope:
         before = {h: int(b.ref_cnt) for h, b in model.blocks().items()}
         to_store = list(dict.fromkeys(h for h in items if h not in before))
-        free = model.backend.get_num_free_blocks()
-        protected = set(items)
+        free, protected = model.backend.get_num_free_blocks(), set(items)
         evictable = sum(1 for h, r in before.items() if r == 0 and h not in protected)
         return cls(before, to_store, free, max(0, len(to_store) - free), protected, evictable)
 
