@@ -127,8 +127,7 @@ class FaultyHandler:
         self.inner.wait(job_ids - self.failed)
 
     def collect(self, job: int) -> bool:
-        """Wait for ``job`` and return its success; the jobs finished before it in submission
-        order are kept for their own ``collect``."""
+        """Wait for ``job`` and return its success (jobs finished before it wait for their own call)."""
         self.wait({job})
         self._results.update(self.inner.get_finished())
         while self._order and self._order[0] in self._results:
@@ -153,7 +152,7 @@ class _Simulation:
         raw_store, raw_load = build(self.kv, "kv_blocks", config.block_shape[0], config.factor, config.capacity)
         self.store = FaultyHandler(raw_store, config.store_fail_rate, random.Random(config.seed + 1))
         self.load = FaultyHandler(raw_load, config.load_fail_rate, random.Random(config.seed + 2))
-        self.job_ids = iter(range(1, 1 << 62))
+        self.job_ids = itertools.count(1)
         self.busy: set[int] = set()
         self.seen: set[bytes] = set()
         self.pending_stores: list[tuple[int, list[bytes]]] = []
@@ -175,25 +174,25 @@ class _Simulation:
         self.target.complete_store(set(hashes), success=success)  # C3: a set, as vLLM passes
 
     def finish_load(self, job: int, hashes: list[bytes], gpu_ids: list[int], skip: int) -> None:
+        f = self.config.factor
         if self.load.collect(job):
-            for position, gpu_id in enumerate(gpu_ids):
-                sub, f = skip + position, self.config.factor
-                for layer in range(self.config.layers):
-                    if not self.torch.equal(self.kv[f"layer{layer}"][:, gpu_id],
-                                            self.content(hashes[sub // f], layer, sub % f)):
-                        self.corrupt(gpu_id, hashes[sub // f], sub % f, layer)
+            for sub, gpu_id in enumerate(gpu_ids, start=skip):
+                self.check_loaded(gpu_id, hashes[sub // f], sub % f)
             self.report.blocks_loaded += len(gpu_ids)
         else:
             self.report.failed_load_transfers += 1  # the blocks count as not loaded; recompute
         self.busy.difference_update(gpu_ids)
         self.target.complete_load(hashes)  # C2: once per prepare_load, same hashes
 
-    def corrupt(self, gpu_id: int, block_hash: bytes, sub: int, layer: int) -> None:
-        """E1 broken: a loaded GPU block does not hold what its hash was stored with."""
-        self.report.corrupt += 1
-        if len(self.report.notes) < 10:
-            self.report.notes.append(f"E1: GPU block {gpu_id} (sub-block {sub} of {block_hash[:6].hex()}…, layer "
-                                     f"{layer}) does not hold what the hash was stored with")
+    def check_loaded(self, gpu_id: int, block_hash: bytes, sub: int) -> None:
+        """E1: loaded GPU block ``gpu_id`` holds sub-block ``sub`` of ``block_hash`` in every layer."""
+        for layer, tensor in enumerate(self.kv.values()):
+            if self.torch.equal(tensor[:, gpu_id], self.content(block_hash, layer, sub)):
+                continue
+            self.report.corrupt += 1
+            if len(self.report.notes) < 10:
+                self.report.notes.append(f"E1: GPU block {gpu_id} (sub-block {sub} of {block_hash[:6].hex()}…, "
+                                         f"layer {layer}) does not hold what the hash was stored with")
 
     def finish_some(self, all_of_them: bool = False) -> None:
         """Complete jobs in a random order across directions; all of them, or stop at a coin flip."""
@@ -261,8 +260,8 @@ class _Simulation:
         report.evictions += len(output.block_hashes_evicted)
         gpu_ids = self.free_gpu(len(to_store) * f)
         for index, gpu_id in enumerate(gpu_ids):
-            for layer in range(self.config.layers):
-                self.kv[f"layer{layer}"][:, gpu_id] = self.content(to_store[index // f], layer, index % f)
+            for layer, tensor in enumerate(self.kv.values()):
+                tensor[:, gpu_id] = self.content(to_store[index // f], layer, index % f)
         job = next(self.job_ids)
         if not self.store.transfer_async(job, (GPULoadStoreSpec(gpu_ids), output.store_spec)):
             raise AssertionError("H1: a valid store was refused")
