@@ -11,7 +11,7 @@ from .jit import kernel, leaf
 from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
 from .state import find_all, ghost_tags, load, scratch, unpack, unpack_io
-from .table import _P1, _U32, find, home, row_head
+from .table import _P1, _U32, find, home, prefetch, row_head
 
 __all__ = ["prepare_store"]
 
@@ -84,6 +84,9 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     shift = np.uint64(meta[SHIFT])
     tm = np.uint64(table.shape[0] - 1)
+    if moved:  # every insert probes from its home slot again: fetch them all at once first
+        for k in range(m):  # (the evictions since ``find_all`` pushed them out of the caches)
+            prefetch(table, home(tags[out_idx[k]], shift, tm))
     for k in range(m):
         i = out_idx[k]
         h = LIST_T1
