@@ -38,9 +38,7 @@ class BackendMachine(ConformanceMachine):
         return {int(block.block_id) for block, _ in self.live}
 
     def _free_check(self, clause: str, why: str) -> None:
-        value, error = invoke(self.target.get_num_free_blocks)
-        if error is not None:
-            self.fail("B1", f"get_num_free_blocks raised {error!r}")
+        value = self.call_or_fail("B1", "get_num_free_blocks", self.target.get_num_free_blocks)
         if not 0 <= value <= self.capacity:
             self.fail("B1", f"get_num_free_blocks() is {value}, outside [0, {self.capacity}]",
                       f"0 <= b.get_num_free_blocks() <= {self.capacity}")
@@ -94,12 +92,8 @@ class BackendMachine(ConformanceMachine):
     @rule(data=st.data())
     def free(self, data: st.DataObject) -> None:
         """B3 of a live block."""
-        self.step()
         block, source = self.live.pop(data.draw(st.integers(0, len(self.live) - 1), label="block"))
-        self.log.add(f"b.free({source})")
-        _, error = invoke(self.target.free, block)
-        if error is not None:
-            self.fail("B3", f"free of a live block raised {error!r}")
+        self.call_or_fail("B3", "free of a live block", self.target.free, block, source=f"b.free({source})")
         self.freed.append((block, source))
         self.free_count += 1
         self.exercised("B3")
@@ -116,9 +110,7 @@ class BackendMachine(ConformanceMachine):
         var = self.log.var("spec")
         sources = "[" + ", ".join(self.live[i][1] for i in chosen) + "]"
         self.log.add(f"{var} = b.get_load_store_spec([{', '.join(map(self.log.name, hashes))}], {sources})")
-        value, error = invoke(self.target.get_load_store_spec, hashes, blocks)
-        if error is not None:
-            self.fail("B4", f"get_load_store_spec raised {error!r}")
+        value = self.call_or_fail("B4", "get_load_store_spec", self.target.get_load_store_spec, hashes, blocks)
         self.exercised("B4")
         medium = value.medium() if hasattr(value, "medium") else None
         if medium != self.medium:

@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, NoReturn
 
 import attrs
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine
 
-from ..judge import Verdict
+from ..judge import Verdict, invoke
 from ...spec.clauses import clause_sort_key
 from ..reports.result import CallLog, ConformanceFailure, ConformanceResult
 
@@ -148,6 +149,26 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     def step(self) -> None:
         self.stats.tick()
+
+    def call_or_fail(self, clause: str, what: str, function: Callable[..., Any], *args: Any, source: str = "") -> Any:
+        """``function(*args)`` on the target, a step logged as ``source`` when given; its
+        value, or a failure of ``clause`` if it raised (the call is valid there)."""
+        if source:
+            self.step()
+            self.log.add(source)
+        value, error = invoke(function, *args)
+        if error is not None:
+            self.fail(clause, f"{what} raised {error!r}")
+        return value
+
+    @staticmethod
+    def draw_unique(data: st.DataObject, candidates: list[Any], label: str, least: int = 1,
+                    most: int | None = None) -> list[Any]:
+        """Distinct ``candidates`` (``least`` to ``most`` of them, default all)."""
+        most = len(candidates) if most is None else most
+        drawn: list[Any] = data.draw(st.lists(st.sampled_from(candidates), min_size=least, max_size=most, unique=True),
+                                     label=label)
+        return drawn
 
     def fail(self, clauses: str | Iterable[str], message: str, check: str = "") -> NoReturn:
         """Raise the violation; ``check`` is a Python expression that holds on a conforming

@@ -127,8 +127,7 @@ class PolicyMachine(ConformanceMachine):
         """What a manager's store does to its policy: evict to make room (P5, L3, A4, A5),
         then insert the new hashes, pending or already completed (P2, L1, A1)."""
         absent = self.absent()
-        fresh = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent), self.capacity),
-                                   unique=True), label="hashes")
+        fresh = self.draw_unique(data, absent, "hashes", most=min(3, len(absent), self.capacity))
         need = len(self.blocks) + len(fresh) - self.capacity
         if need > 0 and self._evict(need, set()) is None:
             return
@@ -177,8 +176,8 @@ class PolicyMachine(ConformanceMachine):
     @rule(data=st.data())
     def touch_pending(self, data: st.DataObject) -> None:
         """L2, A3: a touch of pending blocks (moved, but in ARC not promoted), maybe with others."""
-        items = data.draw(st.lists(st.sampled_from(self.pending()), min_size=1, max_size=2, unique=True), label="hashes")
-        others = data.draw(st.lists(st.sampled_from(self.pool), max_size=2, unique=True), label="others")
+        items = self.draw_unique(data, self.pending(), "hashes", most=2)
+        others = self.draw_unique(data, self.pool, "others", 0, 2)
         self._touch(data, list(dict.fromkeys(items + others)))
 
     @precondition(lambda self: self.policy_mode == "arc" and bool(self.model.b1 or self.model.b2))
@@ -205,7 +204,7 @@ class PolicyMachine(ConformanceMachine):
             candidates = fractional
         if not candidates:
             return
-        items = data.draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True), label="hashes")
+        items = self.draw_unique(data, candidates, "hashes", most=2)
         # Ghost hits do not change the lists' sizes: the same step again, as a later request would.
         for _ in range(data.draw(st.integers(1, 3), label="repeats")):
             self._touch(data, items)
@@ -253,8 +252,7 @@ class PolicyMachine(ConformanceMachine):
             self.drain()
             return
         if present:
-            self._touch(data, data.draw(st.lists(st.sampled_from(present), max_size=len(present), unique=True),
-                                        label="touched"))
+            self._touch(data, self.draw_unique(data, present, "touched", 0))
         if data.draw(st.booleans(), label="complete"):
             for h in self.pending():
                 self._set_ref(h, 0)

@@ -193,9 +193,7 @@ class VllmManagerMachine(ManagerMachine):
         for _ in range(data.draw(st.integers(1, 3), label="rounds")):
             ghosts = self.ghosts()
             if ghosts:
-                items = data.draw(st.lists(st.sampled_from(ghosts), min_size=1, max_size=min(2, len(ghosts)),
-                                           unique=True), label="ghosts")
-                self._store_and_complete(items, data)
+                self._store_and_complete(self.draw_unique(data, ghosts, "ghosts", most=min(2, len(ghosts))), data)
             ready = self.ready()
             if ready:
                 self.call("touch", [data.draw(st.sampled_from(ready), label="promoted")], "list")
@@ -232,11 +230,7 @@ class VllmManagerMachine(ManagerMachine):
     def _finish(self, access: RequestAccess) -> None:
         """K5: ``on_request_finished`` of the open request on the target; the model applies
         its recency (LRU: a touch of its keys in request order; ARC: K5's moves)."""
-        self.step()
-        self.log.add("m.finish_request()")
-        _, error = invoke(self.target.finish_request)
-        if error is not None:
-            self.fail("K5", f"on_request_finished raised {error!r}")
+        self.call_or_fail("K5", "on_request_finished", self.target.finish_request, source="m.finish_request()")
         if isinstance(self.model.policy, ReferenceARCPolicy):
             arc_request_finished(self.model.policy, access, self.positions)
         else:
@@ -325,8 +319,7 @@ class VllmManagerMachine(ManagerMachine):
         """The open request loads some ready keys (pinned while in flight; observed, K5)."""
         ready = self.ready()
         if ready:
-            items = data.draw(st.lists(st.sampled_from(ready), min_size=1, max_size=len(ready), unique=True),
-                              label="hashes")
+            items = self.draw_unique(data, ready, "hashes")
             self._prepare_load(data, items)
             access.loaded(items)
 
@@ -416,9 +409,7 @@ class VllmManagerMachine(ManagerMachine):
             absent = self.absent()
             if not absent:
                 return
-            items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(most, len(absent)),
-                                       unique=True), label=label)
-            self._store_and_complete(items, data)
+            self._store_and_complete(self.draw_unique(data, absent, label, most=min(most, len(absent))), data)
 
     # -- K4: metadata-only events ------------------------------------------------------------------
     @rule()
@@ -438,11 +429,7 @@ class VllmManagerMachine(ManagerMachine):
         """K7: every block is dropped, in-flight ones included; the free count is the
         capacity again; no event announces it; pre-reset jobs are never completed."""
         self.take_events()
-        self.step()
-        self.log.add("m.reset_cache()")
-        _, error = invoke(self.target.reset_cache)
-        if error is not None:
-            self.fail("K7", f"reset_cache raised {error!r}")
+        self.call_or_fail("K7", "reset_cache", self.target.reset_cache, source="m.reset_cache()")
         self.judge.reset()
         self.inflight.clear()
         self.exercised("K7")

@@ -153,8 +153,7 @@ class RankOrderManagerMachine(VllmManagerMachine):
         absent = self.absent()
         items = self.draw_batch(data, min_size=1)
         if absent and data.draw(st.sampled_from((True, True, True, False)), label="fresh"):
-            fresh = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)),
-                                       unique=True), label="fresh keys")
+            fresh = self.draw_unique(data, absent, "fresh keys", most=min(3, len(absent)))
             items = list(dict.fromkeys(fresh + items[:data.draw(st.integers(0, 1), label="present")]))
         stored = self._offer(request.access, items, data)
         outcome = data.draw(st.sampled_from(("complete", "complete", "fail", "pending")), label="outcome")
@@ -173,8 +172,7 @@ class RankOrderManagerMachine(VllmManagerMachine):
 
     def _ranked_touch(self, _request: _OpenRequest, data: st.DataObject, _opened: list[_OpenRequest]) -> None:
         """``touch`` inside the request: fresh numbers, its first key last (N9, P4)."""
-        items = data.draw(st.lists(st.sampled_from(self.pool), min_size=1, max_size=3, unique=True), label="hashes")
-        self.call("touch", items, "list")
+        self.call("touch", self.draw_unique(data, self.pool, "hashes", most=3), "list")
 
     def _ranked_others(self, request: _OpenRequest | None, data: st.DataObject,
                        _opened: list[_OpenRequest]) -> None:
