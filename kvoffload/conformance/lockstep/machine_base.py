@@ -173,7 +173,7 @@ class ConformanceMachine(RuleBasedStateMachine):
     def fail(self, clauses: str | Iterable[str], message: str, check: str = "") -> NoReturn:
         """Raise the violation; ``check`` is a Python expression that holds on a conforming
         target, rendered as the snippet's last line."""
-        ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
+        ids, message = self.blame((clauses,) if isinstance(clauses, str) else tuple(clauses), message)
         failure = ConformanceFailure(ids, message)
         failing = f"assert {check}, {failure.message!r}" if check else f"# ^ {failure.message}"
         header = (
@@ -182,6 +182,11 @@ class ConformanceMachine(RuleBasedStateMachine):
         )
         failure.reproduction = self.log.render(self.construct, failing, header)
         raise failure
+
+    def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
+        """The clauses a failure names and its message (a hook: a subclass adds the clauses
+        of its own interface that the failure also depends on)."""
+        return ids, message
 
     def judged(self, verdict: Verdict | None) -> None:
         """Fail with the judge's verdict, if there is one."""

@@ -132,15 +132,14 @@ class VllmManagerMachine(ManagerMachine):
         self.ghost_store_misses = 0  # K6 reports that moved ARC's p
         return VllmManagerView(raw)
 
-    def fail(self, clauses: Any, message: str, check: str = "") -> Any:
-        ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
+    def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
         if ids and ids[0] in BATCH_CLAUSES and "K2" not in ids:
             ids = (*ids, "K2")
         if ids and ids[0] in ("L3", "A4", "M10"):
             # exact victims also depend on the per-key interface's recency rules
             ids = (ids[0], *(["K5"] if self.finished_requests else []), *(["K7"] if self.resets_inside else []),
                    *(["K6"] if self.ghost_store_misses else []), *ids[1:])
-        super().fail(ids, message, check)
+        return super().blame(ids, message)
 
     # -- K1: per-key lookups ----------------------------------------------------------------
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
@@ -160,9 +159,9 @@ class VllmManagerMachine(ManagerMachine):
     # -- K6: store misses are observed first ----------------------------------------------------
     def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> Any:
         if method == "prepare_store":
-            absent = [h for h in items if isinstance(h, bytes) and self.ref(h) is None]
+            absent = [h for h in items if self.ref(h) is None]  # keys only: no badly typed calls here
             admission = self.judge.admission
-            if admission is not None and len(absent) and all(type(h) is bytes for h in items):
+            if admission is not None and absent:
                 # N2: keys the offer does not admit are no store misses (K6) nor observed (K5)
                 admitted = set(admission.preview(items, lambda h: self.ref(h) is not None))
                 absent = [h for h in absent if h in admitted]
@@ -332,9 +331,10 @@ class VllmManagerMachine(ManagerMachine):
         access.offered(self.store_candidates, ready_now, stored, offer=items)
         return stored
 
-    def _open(self) -> RequestAccess:
-        """A new request that the next calls belong to (K5): a ``ReqContext`` on the target."""
-        self.log.add("m.request = m.context()")
+    def _open(self, name: str = "") -> RequestAccess:
+        """A new request that the next calls belong to (K5): a ``ReqContext`` on the target
+        (in the reproduction, also the variable ``name`` when given)."""
+        self.log.add(f"{name} = m.request = m.context()" if name else "m.request = m.context()")
         self.target.request = self.target.context()
         self.open_request = RequestAccess()
         return self.open_request
