@@ -111,10 +111,7 @@ class PolicyMachine(ConformanceMachine):
         self.step()
         block = BlockStatus(len(self.refs))
         self.log.add(f"blk{block.block_id} = BlockStatus({block.block_id})")
-        block.ref_cnt = initial
-        self.refs[id(block)] = (block, initial)
-        if initial != -1:
-            self.log.add(f"blk{block.block_id}.ref_cnt = {initial}")
+        self._set_block_ref(block, initial, logged=initial != -1)  # a new block is pending (-1) already
         self.log.add(f"p.insert({self.log.name(h)}, blk{block.block_id})")
         self.judged(policy_call(self.target, "insert", h, block)[1])
         self.model.insert(h, block)
@@ -150,10 +147,14 @@ class PolicyMachine(ConformanceMachine):
 
     def _set_ref(self, h: bytes, value: int) -> None:
         self.step()
-        block = self.blocks[h]
+        self._set_block_ref(self.blocks[h], value)
+
+    def _set_block_ref(self, block: BlockStatus, value: int, logged: bool = True) -> None:
+        """The machine sets ``block``'s ref_cnt and remembers it (P6 compares later)."""
         block.ref_cnt = value
         self.refs[id(block)] = (block, value)
-        self.log.add(f"blk{block.block_id}.ref_cnt = {value}")
+        if logged:
+            self.log.add(f"blk{block.block_id}.ref_cnt = {value}")
 
     @precondition(lambda self: self.on("remove") and bool(self.blocks))
     @rule(data=st.data())
