@@ -329,7 +329,7 @@ class PolicyMachine(ConformanceMachine):
         """Evict on both sides and compare; the victims, or ``None`` when refused."""
         self.step()
         var = self.log.var("ev")
-        protected_source = ("{" + ", ".join(map(self.log.name, [h for h in self.pool if h in protected])) + "}") if protected else "set()"
+        _, protected_source = make_argument("set", [h for h in self.pool if h in protected], self.log.name)
         self.log.add(f"{var} = p.evict({n}, {protected_source})")
         value, verdict = policy_call(self.target, "evict", n, set(protected))
         self.judged(verdict)
