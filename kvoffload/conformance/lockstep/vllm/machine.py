@@ -218,7 +218,6 @@ class VllmManagerMachine(ManagerMachine):
             self._others_store(data, before)
             if data.draw(st.booleans(), label="goes on"):
                 self._request_stores(access, data)
-        self.open_request = None
         self._finish(access)
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
@@ -229,6 +228,7 @@ class VllmManagerMachine(ManagerMachine):
     def _finish(self, access: RequestAccess) -> None:
         """K5: ``on_request_finished`` of the open request on the target; the model applies
         its recency (LRU: a touch of its keys in request order; ARC: K5's moves)."""
+        self.open_request = None  # later calls are requests of their own
         self.call_or_fail("K5", "on_request_finished", self.target.finish_request, source="m.finish_request()")
         if isinstance(self.model.policy, ReferenceARCPolicy):
             arc_request_finished(self.model.policy, access, self.positions)
@@ -276,7 +276,6 @@ class VllmManagerMachine(ManagerMachine):
         access = self._open()
         self.positions = self._large_positions(shuffle, items, mode)
         stored = self._offer(access, items, data)
-        self.open_request = None
         self._finish(access)
         if stored:
             self.call("complete_store", stored, "list", success=True)
@@ -370,7 +369,7 @@ class VllmManagerMachine(ManagerMachine):
                     continue
                 free -= 1
             kept.append(h)
-        return kept or items[:0]
+        return kept
 
     def _others_store(self, data: st.DataObject, before: list[bytes]) -> None:
         """Other requests store (and complete) keys while this one is open, first often
