@@ -38,9 +38,7 @@ class BackendMachine(ConformanceMachine):
         return {int(block.block_id) for block, _ in self.live}
 
     def _free_check(self, clause: str, why: str) -> None:
-        value, error = invoke(self.target.get_num_free_blocks)
-        if error is not None:
-            self.fail("B1", f"get_num_free_blocks raised {error!r}")
+        value = self.call_or_fail("B1", "get_num_free_blocks", self.target.get_num_free_blocks)
         if not 0 <= value <= self.capacity:
             self.fail("B1", f"get_num_free_blocks() is {value}, outside [0, {self.capacity}]",
                       f"0 <= b.get_num_free_blocks() <= {self.capacity}")
@@ -53,18 +51,15 @@ class BackendMachine(ConformanceMachine):
         hashes = [self.pool[i % len(self.pool)] + bytes([i]) for i in range(count)]
         var = self.log.var()
         source = "[" + ", ".join(f"{self.log.name(h[:-1])} + bytes([{i}])" for i, h in enumerate(hashes)) + "]"
-        value, error = invoke(self.target.allocate_blocks, hashes)
+        what = f"allocate_blocks of {count} blocks with {self.free_count} free"
         if count > self.free_count:
             self.log.add_raising(f"b.allocate_blocks({source})", "ContractViolation", "B2: over-allocation must raise")
             self.exercised("B2")
-            self.judged(judge_refusal((value, error), "B2", f"allocate_blocks of {count} blocks with "
-                                      f"{self.free_count} free"))
+            self.judged(judge_refusal(invoke(self.target.allocate_blocks, hashes), "B2", what))
             self._free_check("B2", "after a refused over-allocation")
             return
         self.log.add(f"{var} = b.allocate_blocks({source})")
-        if error is not None:
-            self.fail("B2", f"allocate_blocks of {count} blocks with {self.free_count} free raised {error!r}")
-        blocks = list(value)
+        blocks = list(self.call_or_fail("B2", what, self.target.allocate_blocks, hashes))
         if len(blocks) != count:
             self.fail("B2", f"allocate_blocks returned {len(blocks)} blocks for {count} hashes", f"len({var}) == {count}")
         taken = self.live_ids()
@@ -94,12 +89,8 @@ class BackendMachine(ConformanceMachine):
     @rule(data=st.data())
     def free(self, data: st.DataObject) -> None:
         """B3 of a live block."""
-        self.step()
         block, source = self.live.pop(data.draw(st.integers(0, len(self.live) - 1), label="block"))
-        self.log.add(f"b.free({source})")
-        _, error = invoke(self.target.free, block)
-        if error is not None:
-            self.fail("B3", f"free of a live block raised {error!r}")
+        self.call_or_fail("B3", "free of a live block", self.target.free, block, source=f"b.free({source})")
         self.freed.append((block, source))
         self.free_count += 1
         self.exercised("B3")
@@ -116,9 +107,7 @@ class BackendMachine(ConformanceMachine):
         var = self.log.var("spec")
         sources = "[" + ", ".join(self.live[i][1] for i in chosen) + "]"
         self.log.add(f"{var} = b.get_load_store_spec([{', '.join(map(self.log.name, hashes))}], {sources})")
-        value, error = invoke(self.target.get_load_store_spec, hashes, blocks)
-        if error is not None:
-            self.fail("B4", f"get_load_store_spec raised {error!r}")
+        value = self.call_or_fail("B4", "get_load_store_spec", self.target.get_load_store_spec, hashes, blocks)
         self.exercised("B4")
         medium = value.medium() if hasattr(value, "medium") else None
         if medium != self.medium:

@@ -49,6 +49,8 @@ __all__ = ["HandlerViolation", "HandlerConformanceResult", "check_handler", "han
 LAYOUTS = ("blocks", "kv_blocks", "layers_blocks", "layers_kv_blocks", "page")
 
 HandlerFactory = Callable[..., tuple[Any, Any]]
+#: Builds the offloaded medium's spec from block ids (default ``CPULoadStoreSpec``).
+OffloadedSpec = Callable[[Sequence[int]], LoadStoreSpec]
 
 
 @attrs.frozen
@@ -265,14 +267,8 @@ def _drain_and_read_back(model: Any, every_block: list[list[int]]) -> None:
             model.poll(model.load, "load")
 
 
-def _scenario(
-    factory: HandlerFactory,
-    draw: Any,
-    layouts: Sequence[str],
-    factors: Sequence[int],
-    device: str,
-    offloaded_spec: Callable[[Sequence[int]], LoadStoreSpec],
-) -> None:
+def _scenario(factory: HandlerFactory, draw: Any, layouts: Sequence[str], factors: Sequence[int], device: str,
+              offloaded_spec: OffloadedSpec) -> None:
     from ...spec.handler_model import HandlerModel, HandlerViolationError
 
     layout = draw(st.sampled_from(list(layouts)), label="layout")
@@ -306,18 +302,10 @@ def _scenario(
     _drain_and_read_back(model, every_block)
 
 
-def check_handler(
-    factory: HandlerFactory,
-    *,
-    max_examples: int = 50,
-    seed: int = 0,
-    device: str = "cpu",
-    layouts: Sequence[str] = LAYOUTS,
-    factors: Sequence[int] = (1, 2, 4),
-    offloaded_spec: Callable[[Sequence[int]], LoadStoreSpec] = CPULoadStoreSpec,
-    name: str | None = None,
-    shrink: bool = True,
-) -> HandlerConformanceResult:
+def check_handler(factory: HandlerFactory, *, max_examples: int = 50, seed: int = 0, device: str = "cpu",
+                  layouts: Sequence[str] = LAYOUTS, factors: Sequence[int] = (1, 2, 4),
+                  offloaded_spec: OffloadedSpec = CPULoadStoreSpec, name: str | None = None,
+                  shrink: bool = True) -> HandlerConformanceResult:
     """Run the handler properties on ``factory`` (module docstring: protocol, checks).
 
     ``shrink=False`` reports the first failing scenario as found (faster, longer
@@ -360,8 +348,7 @@ def handler(target: str, layouts: Sequence[str], spec_target: str | None, no_shr
     """Check a store/load handler pair (H1–H3, E1). Exit 0 conforms, 1 violation, 2 unloadable."""
     try:
         factory = load_factory(target)
-        spec_cls: Callable[[Sequence[int]], LoadStoreSpec] = (load_factory(spec_target) if spec_target
-                                                              else CPULoadStoreSpec)
+        spec_cls: OffloadedSpec = load_factory(spec_target) if spec_target else CPULoadStoreSpec
     except Exception as error:
         click.echo(f"cannot load {target}: {error}", err=True)
         sys.exit(2)

@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, NoReturn
 
 import attrs
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine
 
-from ..judge import Verdict
+from ..judge import Verdict, invoke
 from ...spec.clauses import clause_sort_key
 from ..reports.result import CallLog, ConformanceFailure, ConformanceResult
 
@@ -149,10 +150,30 @@ class ConformanceMachine(RuleBasedStateMachine):
     def step(self) -> None:
         self.stats.tick()
 
+    def call_or_fail(self, clause: str, what: str, function: Callable[..., Any], *args: Any, source: str = "") -> Any:
+        """``function(*args)`` on the target, a step logged as ``source`` when given; its
+        value, or a failure of ``clause`` if it raised (the call is valid there)."""
+        if source:
+            self.step()
+            self.log.add(source)
+        value, error = invoke(function, *args)
+        if error is not None:
+            self.fail(clause, f"{what} raised {error!r}")
+        return value
+
+    @staticmethod
+    def draw_unique(data: st.DataObject, candidates: list[Any], label: str, least: int = 1,
+                    most: int | None = None) -> list[Any]:
+        """Distinct ``candidates`` (``least`` to ``most`` of them, default all)."""
+        most = len(candidates) if most is None else most
+        drawn: list[Any] = data.draw(st.lists(st.sampled_from(candidates), min_size=least, max_size=most, unique=True),
+                                     label=label)
+        return drawn
+
     def fail(self, clauses: str | Iterable[str], message: str, check: str = "") -> NoReturn:
         """Raise the violation; ``check`` is a Python expression that holds on a conforming
         target, rendered as the snippet's last line."""
-        ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
+        ids, message = self.blame((clauses,) if isinstance(clauses, str) else tuple(clauses), message)
         failure = ConformanceFailure(ids, message)
         failing = f"assert {check}, {failure.message!r}" if check else f"# ^ {failure.message}"
         header = (
@@ -161,6 +182,11 @@ class ConformanceMachine(RuleBasedStateMachine):
         )
         failure.reproduction = self.log.render(self.construct, failing, header)
         raise failure
+
+    def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
+        """The clauses a failure names and its message (a hook: a subclass adds the clauses
+        of its own interface that the failure also depends on)."""
+        return ids, message
 
     def judged(self, verdict: Verdict | None) -> None:
         """Fail with the judge's verdict, if there is one."""

@@ -131,8 +131,8 @@ class ManagerMachine(ConformanceMachine):
     @rule(data=st.data())
     def touch_pending(self, data: st.DataObject) -> None:
         """M4 on stores in flight: L2 moves them, A3 keeps them in T1 (not a second use)."""
-        items = data.draw(st.lists(st.sampled_from(self.pending()), min_size=1, max_size=2, unique=True), label="hashes")
-        others = data.draw(st.lists(st.sampled_from(self.pool), max_size=2, unique=True), label="others")
+        items = self.draw_unique(data, self.pending(), "hashes", most=2)
+        others = self.draw_unique(data, self.pool, "others", 0, 2)
         self.call("touch", list(dict.fromkeys(items + others)), self.draw_kind(data))
         self.exercised("M4", "P4")
 
@@ -140,7 +140,7 @@ class ManagerMachine(ConformanceMachine):
     @rule(data=st.data())
     def touch_ghost(self, data: st.DataObject) -> None:
         """M4, A3: touches of the model's ARC ghosts move p (the victims show it later)."""
-        items = data.draw(st.lists(st.sampled_from(self.ghosts()), min_size=1, max_size=2, unique=True), label="hashes")
+        items = self.draw_unique(data, self.ghosts(), "hashes", most=2)
         for _ in range(data.draw(st.integers(1, 2), label="repeats")):
             self.call("touch", items, self.draw_kind(data))
         self.exercised("M4", "P4")
@@ -151,8 +151,7 @@ class ManagerMachine(ConformanceMachine):
         """M5 of absent hashes only (evictions when full), completed at once (M6): fills the
         cache with ready blocks and the ARC ghost lists with victims."""
         absent = self.absent()
-        items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)), unique=True),
-                          label="hashes")
+        items = self.draw_unique(data, absent, "hashes", most=min(3, len(absent)))
         self._store_and_complete(items, data, drawn_shape=True)
 
     def _store_and_complete(self, items: list[bytes], data: st.DataObject, drawn_shape: bool = False) -> None:
@@ -204,17 +203,13 @@ class ManagerMachine(ConformanceMachine):
     @rule(data=st.data())
     def complete_store(self, data: st.DataObject) -> None:
         """M6/M7 on pending hashes (C3); one call may cover several stores, as a set."""
-        pending = self.pending()
-        items = data.draw(st.lists(st.sampled_from(pending), min_size=1, max_size=len(pending), unique=True), label="hashes")
-        self._complete_store(data, items)
+        self._complete_store(data, self.draw_unique(data, self.pending(), "hashes"))
 
     @precondition(lambda self: bool(self.ready()))
     @rule(data=st.data())
     def prepare_load(self, data: st.DataObject) -> None:
         """M2 on ready hashes (C1)."""
-        ready = self.ready()
-        items = data.draw(st.lists(st.sampled_from(ready), max_size=len(ready), unique=True), label="hashes")
-        self._prepare_load(data, items)
+        self._prepare_load(data, self.draw_unique(data, self.ready(), "hashes", 0))
 
     def _prepare_load(self, data: st.DataObject, items: list[bytes]) -> None:
         step = self.call("prepare_load", items, self.draw_kind(data))

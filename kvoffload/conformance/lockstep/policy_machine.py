@@ -111,10 +111,7 @@ class PolicyMachine(ConformanceMachine):
         self.step()
         block = BlockStatus(len(self.refs))
         self.log.add(f"blk{block.block_id} = BlockStatus({block.block_id})")
-        block.ref_cnt = initial
-        self.refs[id(block)] = (block, initial)
-        if initial != -1:
-            self.log.add(f"blk{block.block_id}.ref_cnt = {initial}")
+        self._set_block_ref(block, initial, logged=initial != -1)  # a new block is pending (-1) already
         self.log.add(f"p.insert({self.log.name(h)}, blk{block.block_id})")
         self.judged(policy_call(self.target, "insert", h, block)[1])
         self.model.insert(h, block)
@@ -127,8 +124,7 @@ class PolicyMachine(ConformanceMachine):
         """What a manager's store does to its policy: evict to make room (P5, L3, A4, A5),
         then insert the new hashes, pending or already completed (P2, L1, A1)."""
         absent = self.absent()
-        fresh = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent), self.capacity),
-                                   unique=True), label="hashes")
+        fresh = self.draw_unique(data, absent, "hashes", most=min(3, len(absent), self.capacity))
         need = len(self.blocks) + len(fresh) - self.capacity
         if need > 0 and self._evict(need, set()) is None:
             return
@@ -151,10 +147,14 @@ class PolicyMachine(ConformanceMachine):
 
     def _set_ref(self, h: bytes, value: int) -> None:
         self.step()
-        block = self.blocks[h]
+        self._set_block_ref(self.blocks[h], value)
+
+    def _set_block_ref(self, block: BlockStatus, value: int, logged: bool = True) -> None:
+        """The machine sets ``block``'s ref_cnt and remembers it (P6 compares later)."""
         block.ref_cnt = value
         self.refs[id(block)] = (block, value)
-        self.log.add(f"blk{block.block_id}.ref_cnt = {value}")
+        if logged:
+            self.log.add(f"blk{block.block_id}.ref_cnt = {value}")
 
     @precondition(lambda self: self.on("remove") and bool(self.blocks))
     @rule(data=st.data())
@@ -177,8 +177,8 @@ class PolicyMachine(ConformanceMachine):
     @rule(data=st.data())
     def touch_pending(self, data: st.DataObject) -> None:
         """L2, A3: a touch of pending blocks (moved, but in ARC not promoted), maybe with others."""
-        items = data.draw(st.lists(st.sampled_from(self.pending()), min_size=1, max_size=2, unique=True), label="hashes")
-        others = data.draw(st.lists(st.sampled_from(self.pool), max_size=2, unique=True), label="others")
+        items = self.draw_unique(data, self.pending(), "hashes", most=2)
+        others = self.draw_unique(data, self.pool, "others", 0, 2)
         self._touch(data, list(dict.fromkeys(items + others)))
 
     @precondition(lambda self: self.policy_mode == "arc" and bool(self.model.b1 or self.model.b2))
@@ -205,7 +205,7 @@ class PolicyMachine(ConformanceMachine):
             candidates = fractional
         if not candidates:
             return
-        items = data.draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=2, unique=True), label="hashes")
+        items = self.draw_unique(data, candidates, "hashes", most=2)
         # Ghost hits do not change the lists' sizes: the same step again, as a later request would.
         for _ in range(data.draw(st.integers(1, 3), label="repeats")):
             self._touch(data, items)
@@ -253,8 +253,7 @@ class PolicyMachine(ConformanceMachine):
             self.drain()
             return
         if present:
-            self._touch(data, data.draw(st.lists(st.sampled_from(present), max_size=len(present), unique=True),
-                                        label="touched"))
+            self._touch(data, self.draw_unique(data, present, "touched", 0))
         if data.draw(st.booleans(), label="complete"):
             for h in self.pending():
                 self._set_ref(h, 0)
@@ -330,7 +329,7 @@ class PolicyMachine(ConformanceMachine):
         """Evict on both sides and compare; the victims, or ``None`` when refused."""
         self.step()
         var = self.log.var("ev")
-        protected_source = ("{" + ", ".join(map(self.log.name, [h for h in self.pool if h in protected])) + "}") if protected else "set()"
+        _, protected_source = make_argument("set", [h for h in self.pool if h in protected], self.log.name)
         self.log.add(f"{var} = p.evict({n}, {protected_source})")
         value, verdict = policy_call(self.target, "evict", n, set(protected))
         self.judged(verdict)

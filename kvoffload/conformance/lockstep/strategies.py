@@ -16,16 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = [
-    "OneShot",
-    "hash_pools",
-    "batches",
-    "ARG_KINDS",
-    "ONE_SHOT_KINDS",
-    "BAD_ELEMENTS",
-    "make_argument",
-    "listed",
-]
+__all__ = ["OneShot", "hash_pools", "batches", "ARG_KINDS", "ONE_SHOT_KINDS", "BAD_ELEMENTS", "make_argument", "listed"]
 
 #: Argument shapes, in shrinking order (a failure that needs a one-shot argument shrinks
 #: towards ``oneshot``, whose re-iteration the suite detects directly: M0).

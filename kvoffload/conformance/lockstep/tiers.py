@@ -110,19 +110,23 @@ class _Clock:
         return self.now
 
 
+def _stored_evicted(output: Any) -> tuple[Any, Any] | None:
+    """``prepare_store``'s answer as (hashes to store, hashes evicted), or ``None`` (M5)."""
+    return None if output is None else (output.block_hashes_to_store, output.block_hashes_evicted)
+
+
 def _shared_step(tables: dict[str, Any], model: ReferenceSharedTier, rng: random.Random, clock: _Clock,
                  held: dict[str, tuple[list[BlockHash], list[BlockHash]]], universe: list[BlockHash]) -> str | None:
     name = rng.choice(sorted(tables))
     table, hashes, action = tables[name], rng.sample(universe, rng.randrange(1, 4)), rng.random()
     pending, pinned = held[name]
     if action < 0.3:
-        want, got = model.prepare_store(name, hashes, clock.now), table.prepare_store(hashes)
-        if (got is None) != (want is None):
-            return f"M5/T4: prepare_store answered {got!r}, the model {want!r}"
-        if got is not None and want is not None:
-            if (got.block_hashes_to_store, got.block_hashes_evicted) != (want.block_hashes_to_store, want.block_hashes_evicted):
-                return "M5/T5: stored or evicted hashes differ from the model's"
-            pending += got.block_hashes_to_store
+        want = _stored_evicted(model.prepare_store(name, hashes, clock.now))
+        got = _stored_evicted(table.prepare_store(hashes))
+        if got != want:
+            return (f"M5/T4: prepare_store answered {got!r}, the model {want!r}" if None in (got, want)
+                    else "M5/T5: stored or evicted hashes differ from the model's")
+        pending += got[0] if got is not None else []
     elif action < 0.5 and pending:
         batch, success = pending[:2], rng.random() < 0.8
         del pending[:2]

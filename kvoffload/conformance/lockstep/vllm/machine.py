@@ -132,15 +132,14 @@ class VllmManagerMachine(ManagerMachine):
         self.ghost_store_misses = 0  # K6 reports that moved ARC's p
         return VllmManagerView(raw)
 
-    def fail(self, clauses: Any, message: str, check: str = "") -> Any:
-        ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
+    def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
         if ids and ids[0] in BATCH_CLAUSES and "K2" not in ids:
             ids = (*ids, "K2")
         if ids and ids[0] in ("L3", "A4", "M10"):
             # exact victims also depend on the per-key interface's recency rules
             ids = (ids[0], *(["K5"] if self.finished_requests else []), *(["K7"] if self.resets_inside else []),
                    *(["K6"] if self.ghost_store_misses else []), *ids[1:])
-        super().fail(ids, message, check)
+        return super().blame(ids, message)
 
     # -- K1: per-key lookups ----------------------------------------------------------------
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
@@ -160,9 +159,9 @@ class VllmManagerMachine(ManagerMachine):
     # -- K6: store misses are observed first ----------------------------------------------------
     def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> Any:
         if method == "prepare_store":
-            absent = [h for h in items if isinstance(h, bytes) and self.ref(h) is None]
+            absent = [h for h in items if self.ref(h) is None]  # keys only: no badly typed calls here
             admission = self.judge.admission
-            if admission is not None and len(absent) and all(type(h) is bytes for h in items):
+            if admission is not None and absent:
                 # N2: keys the offer does not admit are no store misses (K6) nor observed (K5)
                 admitted = set(admission.preview(items, lambda h: self.ref(h) is not None))
                 absent = [h for h in absent if h in admitted]
@@ -193,9 +192,7 @@ class VllmManagerMachine(ManagerMachine):
         for _ in range(data.draw(st.integers(1, 3), label="rounds")):
             ghosts = self.ghosts()
             if ghosts:
-                items = data.draw(st.lists(st.sampled_from(ghosts), min_size=1, max_size=min(2, len(ghosts)),
-                                           unique=True), label="ghosts")
-                self._store_and_complete(items, data)
+                self._store_and_complete(self.draw_unique(data, ghosts, "ghosts", most=min(2, len(ghosts))), data)
             ready = self.ready()
             if ready:
                 self.call("touch", [data.draw(st.sampled_from(ready), label="promoted")], "list")
@@ -221,7 +218,6 @@ class VllmManagerMachine(ManagerMachine):
             self._others_store(data, before)
             if data.draw(st.booleans(), label="goes on"):
                 self._request_stores(access, data)
-        self.open_request = None
         self._finish(access)
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
@@ -232,11 +228,8 @@ class VllmManagerMachine(ManagerMachine):
     def _finish(self, access: RequestAccess) -> None:
         """K5: ``on_request_finished`` of the open request on the target; the model applies
         its recency (LRU: a touch of its keys in request order; ARC: K5's moves)."""
-        self.step()
-        self.log.add("m.finish_request()")
-        _, error = invoke(self.target.finish_request)
-        if error is not None:
-            self.fail("K5", f"on_request_finished raised {error!r}")
+        self.open_request = None  # later calls are requests of their own
+        self.call_or_fail("K5", "on_request_finished", self.target.finish_request, source="m.finish_request()")
         if isinstance(self.model.policy, ReferenceARCPolicy):
             arc_request_finished(self.model.policy, access, self.positions)
         else:
@@ -283,7 +276,6 @@ class VllmManagerMachine(ManagerMachine):
         access = self._open()
         self.positions = self._large_positions(shuffle, items, mode)
         stored = self._offer(access, items, data)
-        self.open_request = None
         self._finish(access)
         if stored:
             self.call("complete_store", stored, "list", success=True)
@@ -325,8 +317,7 @@ class VllmManagerMachine(ManagerMachine):
         """The open request loads some ready keys (pinned while in flight; observed, K5)."""
         ready = self.ready()
         if ready:
-            items = data.draw(st.lists(st.sampled_from(ready), min_size=1, max_size=len(ready), unique=True),
-                              label="hashes")
+            items = self.draw_unique(data, ready, "hashes")
             self._prepare_load(data, items)
             access.loaded(items)
 
@@ -339,9 +330,10 @@ class VllmManagerMachine(ManagerMachine):
         access.offered(self.store_candidates, ready_now, stored, offer=items)
         return stored
 
-    def _open(self) -> RequestAccess:
-        """A new request that the next calls belong to (K5): a ``ReqContext`` on the target."""
-        self.log.add("m.request = m.context()")
+    def _open(self, name: str = "") -> RequestAccess:
+        """A new request that the next calls belong to (K5): a ``ReqContext`` on the target
+        (in the reproduction, also the variable ``name`` when given)."""
+        self.log.add(f"{name} = m.request = m.context()" if name else "m.request = m.context()")
         self.target.request = self.target.context()
         self.open_request = RequestAccess()
         return self.open_request
@@ -377,7 +369,7 @@ class VllmManagerMachine(ManagerMachine):
                     continue
                 free -= 1
             kept.append(h)
-        return kept or items[:0]
+        return kept
 
     def _others_store(self, data: st.DataObject, before: list[bytes]) -> None:
         """Other requests store (and complete) keys while this one is open, first often
@@ -416,9 +408,7 @@ class VllmManagerMachine(ManagerMachine):
             absent = self.absent()
             if not absent:
                 return
-            items = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(most, len(absent)),
-                                       unique=True), label=label)
-            self._store_and_complete(items, data)
+            self._store_and_complete(self.draw_unique(data, absent, label, most=min(most, len(absent))), data)
 
     # -- K4: metadata-only events ------------------------------------------------------------------
     @rule()
@@ -438,11 +428,7 @@ class VllmManagerMachine(ManagerMachine):
         """K7: every block is dropped, in-flight ones included; the free count is the
         capacity again; no event announces it; pre-reset jobs are never completed."""
         self.take_events()
-        self.step()
-        self.log.add("m.reset_cache()")
-        _, error = invoke(self.target.reset_cache)
-        if error is not None:
-            self.fail("K7", f"reset_cache raised {error!r}")
+        self.call_or_fail("K7", "reset_cache", self.target.reset_cache, source="m.reset_cache()")
         self.judge.reset()
         self.inflight.clear()
         self.exercised("K7")

@@ -55,13 +55,12 @@ class RankOrderManagerMachine(VllmManagerMachine):
         self.current: _OpenRequest | None = None
         self.exercised("N9")
 
-    def fail(self, clauses: Any, message: str, check: str = "") -> Any:
-        ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
+    def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
         if ids and ids[0] == "L3":  # a wrong victim: the order is N9's (then what it depends on)
             ids = ("N9", "L3", *(["K5"] if self.finished_requests else []),
                    *(["K7"] if self.resets_inside else []), *ids[1:])
             message = f"{message}; N9 (request-rank order), the model's ranks before the call: {self._ranks_text()}"
-        super().fail(ids, message, check)
+        return super().blame(ids, message)
 
     def _ranks_text(self) -> str:
         ranked = sorted(getattr(self, "ranks_before", {}).items(), key=lambda item: (item[1], item[0]))
@@ -79,8 +78,6 @@ class RankOrderManagerMachine(VllmManagerMachine):
         access = self.open_request
         policy.serve(access, self.positions if access is not None else None)
         if access is None or method not in ("prepare_store", "prepare_load"):
-            return
-        if any(type(h) is not bytes for h in items):
             return
         if method == "prepare_store":
             observable = set(self.store_candidates) | self.judge.ready_set()
@@ -125,15 +122,13 @@ class RankOrderManagerMachine(VllmManagerMachine):
         sometimes for every other hash only (unpositioned keys take fresh numbers)."""
         self.ranked_opened += 1
         name = f"rq{self.ranked_opened}"
-        self.log.add(f"{name} = m.request = m.context()")
-        ctx = self.target.context()
-        self.target.request = ctx
+        self._open(name)
         stems = list(dict.fromkeys(h[:-4] for h in self.pool))
         order = data.draw(st.permutations(range(len(stems))), label="positions")
         every_other: bool = data.draw(st.sampled_from((False, False, False, True)), label="some unpositioned")
         positions = self._set_positions({h: order[stems.index(h[:-4])] for h in self.pool
                                          if not (every_other and stems.index(h[:-4]) % 2)})
-        request = self.current = _OpenRequest(name, ctx, positions)
+        request = self.current = _OpenRequest(name, self.target.request, positions)
         self._enter(request)
         return request
 
@@ -153,8 +148,7 @@ class RankOrderManagerMachine(VllmManagerMachine):
         absent = self.absent()
         items = self.draw_batch(data, min_size=1)
         if absent and data.draw(st.sampled_from((True, True, True, False)), label="fresh"):
-            fresh = data.draw(st.lists(st.sampled_from(absent), min_size=1, max_size=min(3, len(absent)),
-                                       unique=True), label="fresh keys")
+            fresh = self.draw_unique(data, absent, "fresh keys", most=min(3, len(absent)))
             items = list(dict.fromkeys(fresh + items[:data.draw(st.integers(0, 1), label="present")]))
         stored = self._offer(request.access, items, data)
         outcome = data.draw(st.sampled_from(("complete", "complete", "fail", "pending")), label="outcome")
@@ -173,8 +167,7 @@ class RankOrderManagerMachine(VllmManagerMachine):
 
     def _ranked_touch(self, _request: _OpenRequest, data: st.DataObject, _opened: list[_OpenRequest]) -> None:
         """``touch`` inside the request: fresh numbers, its first key last (N9, P4)."""
-        items = data.draw(st.lists(st.sampled_from(self.pool), min_size=1, max_size=3, unique=True), label="hashes")
-        self.call("touch", items, "list")
+        self.call("touch", self.draw_unique(data, self.pool, "hashes", most=3), "list")
 
     def _ranked_others(self, request: _OpenRequest | None, data: st.DataObject,
                        _opened: list[_OpenRequest]) -> None:
