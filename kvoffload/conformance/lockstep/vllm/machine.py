@@ -221,7 +221,7 @@ class VllmManagerMachine(ManagerMachine):
         self._finish(access)
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
-        self.store_fresh(data, data.draw(st.integers(1 if self.positions else 0, 3), label="then store"),
+        self._store_fresh_rounds(data, data.draw(st.integers(1 if self.positions else 0, 3), label="then store"),
                          2, "fresh")
 
     @implements("K5")
@@ -246,7 +246,7 @@ class VllmManagerMachine(ManagerMachine):
         changes: the model applies nothing. Fresh keys stored before it are newer than
         that request's keys, so a target that applies its recency again reorders them,
         and fresh stores after it take victims that show whether it did."""
-        self.store_fresh(data, data.draw(st.integers(1, 2), label="stores before"), 2, "fresh before")
+        self._store_fresh_rounds(data, data.draw(st.integers(1, 2), label="stores before"), 2, "fresh before")
         self.step()
         self.log.add("m.finish_again()")
         _, error = invoke(self.target.finish_again)
@@ -254,7 +254,7 @@ class VllmManagerMachine(ManagerMachine):
             self.fail(("K3", "K5"), f"on_request_finished of a finished request raised {error!r}")
         self.judge.calls = None
         self.exercised("K5", "K3")
-        self.store_fresh(data, data.draw(st.integers(1, 3), label="then store"), 2, "fresh")
+        self._store_fresh_rounds(data, data.draw(st.integers(1, 3), label="then store"), 2, "fresh")
 
     # -- the large arm: sizes above 256 -----------------------------------------------------------
     @precondition(lambda self: self.large)
@@ -384,7 +384,7 @@ class VllmManagerMachine(ManagerMachine):
         again: bool = data.draw(st.booleans(), label="others store its keys")
         if before and again:
             self._store_and_complete(before[:self.capacity], data)
-        self.store_fresh(data, rounds, 3, "others' keys")
+        self._store_fresh_rounds(data, rounds, 3, "others' keys")
         self.log.add("m.request = held")
         self.target.request, self.open_request = request, held
 
@@ -401,7 +401,7 @@ class VllmManagerMachine(ManagerMachine):
         self.exercised("K7")
         return True
 
-    def store_fresh(self, data: st.DataObject, rounds: int, most: int, label: str) -> None:
+    def _store_fresh_rounds(self, data: st.DataObject, rounds: int, most: int, label: str) -> None:
         """Up to ``rounds`` stores of absent keys (at most ``most`` each), completed at once:
         the victims they take show the order the calls before them left (L3, K5, N9)."""
         for _ in range(rounds):
@@ -437,3 +437,7 @@ class VllmManagerMachine(ManagerMachine):
     # -- not made against vLLM's interface ---------------------------------------------------------
     def strict_bad_types(self, data: st.DataObject) -> None:
         """Not a rule here: vLLM's interface does not check key types at run time (K3)."""
+
+    def store_fresh(self, data: st.DataObject) -> None:
+        """Not a rule here: vLLM's connector stores only for a request (K5, K6); the request
+        rules store fresh keys through ``_store_fresh_rounds``."""

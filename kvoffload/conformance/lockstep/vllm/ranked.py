@@ -174,7 +174,7 @@ class RankOrderManagerMachine(VllmManagerMachine):
         """Requests of their own store fresh keys (completed) while the open ones wait: the
         victims are the open requests' tails first, older requests' before newer ones'."""
         self._enter(None)
-        self.store_fresh(data, data.draw(st.integers(1, 2), label="other stores"), 3, "others' keys")
+        self._store_fresh_rounds(data, data.draw(st.integers(1, 2), label="other stores"), 3, "others' keys")
         self._enter(request)
 
     def _ranked_reset(self, request: _OpenRequest, data: st.DataObject, opened: list[_OpenRequest]) -> None:
