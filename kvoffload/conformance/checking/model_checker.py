@@ -27,6 +27,8 @@ state forks its world once per call but the last, which takes the world itself.
 from __future__ import annotations
 
 import abc
+import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Callable, Hashable
@@ -181,6 +183,82 @@ def _confirm(make_world: Callable[[], LockstepWorld[Op]], path: list[Op], found:
     )
 
 
+#: (frontier index, call, the new state's key, its world) per state a level finds, in search order; a
+#: failure ends the list as (index, call, None, the failure: a ``ConformanceFailure`` or, from a worker, its args).
+Found = list[tuple[int, Any, Hashable | None, Any]]
+#: Levels with fewer states are expanded in this process (forking workers would cost more than it saves).
+PARALLEL_MIN = 32
+_LEVEL: tuple[Any, ...] = ()  # the level being expanded, as forked workers inherit it (``_worker``)
+
+
+def _transition(child: LockstepWorld[Op], key: Hashable, op: Op, parents: dict[Hashable, Any],
+                copy_of: Callable[..., LockstepWorld[Op]]) -> Hashable:
+    """``op`` applied to ``child`` (a copy of the state ``key``) and judged; the key it reaches. Its hidden
+    state is probed: in place when it merges into a known state (it is dropped), on a copy when new."""
+    child.apply(op)
+    child_key = child.fingerprint()
+    if child_key in parents:
+        if not child.exact:  # a target's hidden state, once, before it merges
+            child.probe()
+    else:
+        child.settle()
+        copy_of(child, key, op).probe()
+    return child_key
+
+
+def _expand(frontier: list[tuple[Hashable, LockstepWorld[Op]]], parents: dict[Hashable, Any],
+            copy_of: Callable[..., LockstepWorld[Op]], snapshots: bool, start: int, stop: int) -> tuple[Found, int]:
+    """Judge every call out of ``frontier[start:stop]``, in order, adding the states it finds to
+    ``parents``: what it found (``Found``) and how many calls it judged, up to a failure."""
+    found: Found = []
+    transitions = 0
+    for index in range(start, stop):
+        key, world = frontier[index]
+        ops = world.enabled()
+        for position, op in enumerate(ops):
+            # the last call takes the expanded world itself: nothing reads it afterwards
+            last = snapshots and position == len(ops) - 1 and world.copyable
+            child = world if last else copy_of(world, key)
+            transitions += 1
+            try:
+                child_key = _transition(child, key, op, parents, copy_of)
+            except ConformanceFailure as failure:
+                found.append((index, op, None, failure))
+                return found, transitions
+            if child_key not in parents:
+                parents[child_key] = (key, op)
+                found.append((index, op, child_key, child))
+    return found, transitions
+
+
+def _worker(bounds: tuple[int, int]) -> tuple[Found, int]:
+    """``_expand`` in a forked worker: its new states' keys (their worlds stay behind: the parent rebuilds
+    the few it keeps) and a failure's arguments (pickled, unlike the failure)."""
+    frontier, parents, copy_of, snapshots = _LEVEL
+    found, transitions = _expand(frontier, parents, copy_of, snapshots, *bounds)
+    return [(i, op, key, None if key is not None else (what.clauses, what.message, what.reproduction))
+            for i, op, key, what in found], transitions
+
+
+def _expand_level(frontier: list[tuple[Hashable, LockstepWorld[Op]]], parents: dict[Hashable, Any],
+                  copy_of: Callable[..., LockstepWorld[Op]], snapshots: bool) -> list[tuple[Found, int]]:
+    """The level's ``_expand`` results in search order: in this process, or split into runs of states
+    expanded by forked workers (one per core), each on its own copy of ``parents``, so a state two runs
+    find is reported by both and the parent keeps the first, as a search in one process would."""
+    jobs = len(os.sched_getaffinity(0))
+    if jobs < 2 or not snapshots or len(frontier) < PARALLEL_MIN:
+        return [_expand(frontier, parents, copy_of, snapshots, 0, len(frontier))]
+    global _LEVEL
+    _LEVEL = (frontier, parents, copy_of, snapshots)
+    size = -(-len(frontier) // (4 * jobs))  # a few runs per worker: a slow run does not idle the rest
+    try:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            return pool.map(_worker, [(start, min(start + size, len(frontier)))
+                                      for start in range(0, len(frontier), size)], chunksize=1)
+    finally:
+        _LEVEL = ()
+
+
 def explore(
     make_world: Callable[[], LockstepWorld[Op]],
     depth: int | None = None,
@@ -189,15 +267,13 @@ def explore(
     label: str = "",
     snapshots: bool = True,
 ) -> Exploration[Op]:
-    """BFS over the reachable joint states (to ``depth`` calls when given).
+    """BFS over the reachable joint states (to ``depth`` calls when given), each level over every core.
 
     ``snapshots``: expand a state from ``fork()`` copies; off (or when ``fork`` returns
     ``None``), every transition rebuilds its source state by replaying the parent chain.
-    Every transition's target state is probed: in place when it merges into a known
-    state (it is dropped anyway), on a copy when it is new (it is expanded later).
     """
     result: Exploration[Op] = Exploration()
-    started = last_report = time.perf_counter()
+    started = time.perf_counter()
     root = make_world()
     parents: dict[Hashable, tuple[Hashable, Any] | None] = {root.fingerprint(): None}
     frontier: list[tuple[Hashable, LockstepWorld[Op]]] = [(root.fingerprint(), root)]
@@ -211,35 +287,26 @@ def explore(
         # the search is at level ``diameter`` while a frontier is left: each level makes the next
         while frontier and (depth is None or result.diameter < depth):
             following: list[tuple[Hashable, LockstepWorld[Op]]] = []
-            for key, world in frontier:
-                ops = world.enabled()
-                for index, op in enumerate(ops):
-                    # the last call takes the expanded world itself: nothing reads it afterwards
-                    last = snapshots and index == len(ops) - 1 and world.copyable
-                    child = world if last else copy_of(world, key)
-                    result.transitions += 1
-                    try:
-                        child.apply(op)
-                        child_key = child.fingerprint()
-                        if child_key in parents:
-                            if not child.exact:  # a target's hidden state, once, before it merges
-                                child.probe()
-                        else:
-                            child.settle()
-                            copy_of(child, key, op).probe()
-                    except ConformanceFailure as failure:
+            for found, transitions in _expand_level(frontier, parents, copy_of, snapshots):
+                result.transitions += transitions
+                for index, op, child_key, child in found:
+                    key, world = frontier[index]
+                    if child_key is None:  # the first failure in search order
                         result.failing_path = [*_path_to(parents, key), op]
+                        failure = child if isinstance(child, ConformanceFailure) else ConformanceFailure(*child)
                         result.failure = _confirm(make_world, result.failing_path, failure)
                         return result
-                    if child_key not in parents:
+                    if child is None:  # found by a worker: kept unless an earlier run found it
+                        if child_key in parents:
+                            continue
                         parents[child_key] = (key, op)
-                        following.append((child_key, child))
-                        result.max_hashes = max(result.max_hashes, len(child.in_state()))
-                now = time.perf_counter()
-                if progress is not None and now - last_report >= 5.0:
-                    last_report = now
-                    progress(f"  {label}level {result.diameter + 1}: {len(parents)} states, "
-                             f"{result.transitions} transitions, {now - started:.0f} s")
+                        child = copy_of(world, key)
+                        child.apply(op)
+                    following.append((child_key, child))
+                    result.max_hashes = max(result.max_hashes, len(child.in_state()))
+            if progress is not None:
+                progress(f"  {label}level {result.diameter + 1}: {len(parents)} states, "
+                         f"{result.transitions} transitions, {time.perf_counter() - started:.0f} s")
             frontier = following
             result.diameter += bool(frontier)
         result.complete = not frontier
