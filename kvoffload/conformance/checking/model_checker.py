@@ -20,8 +20,9 @@ reproduction is checked once more without copies). Soundness rests on two assump
 both stated in the README: the target is deterministic in the calls it received, and
 its behaviour depends on a hash only through equality and the relations the alphabet
 models (every free hash shares one 16-byte head; the distinguished hash is that head, a
-prefix of each), so renaming the free hashes maps behaviours onto behaviours. Expanding a
-state forks its world once per call but the last, which takes the world itself.
+prefix of each), so renaming the free hashes maps behaviours onto behaviours. A level's
+states are expanded by forked workers, one per core (``_expand_level``); the first failure
+and the first finder of each state, in search order, are those of a search in one process.
 """
 
 from __future__ import annotations
@@ -183,80 +184,64 @@ def _confirm(make_world: Callable[[], LockstepWorld[Op]], path: list[Op], found:
     )
 
 
-#: (frontier index, call, the new state's key, its world) per state a level finds, in search order; a
-#: failure ends the list as (index, call, None, the failure: a ``ConformanceFailure`` or, from a worker, its args).
-Found = list[tuple[int, Any, Hashable | None, Any]]
+#: What ``_expand`` finds in a run of a level's states, in search order: the new states as (frontier index,
+#: call, key), the calls judged, and the failure that ended the run: (index, call, its arguments: they pickle).
+Run = tuple[list[tuple[int, Any, Hashable]], int, tuple[int, Any, tuple[Any, ...]] | None]
 #: Levels with fewer states are expanded in this process (forking workers would cost more than it saves).
 PARALLEL_MIN = 32
-_LEVEL: tuple[Any, ...] = ()  # the level being expanded, as forked workers inherit it (``_worker``)
-
-
-def _transition(child: LockstepWorld[Op], key: Hashable, op: Op, parents: dict[Hashable, Any],
-                copy_of: Callable[..., LockstepWorld[Op]]) -> Hashable:
-    """``op`` applied to ``child`` (a copy of the state ``key``) and judged; the key it reaches. Its hidden
-    state is probed: in place when it merges into a known state (it is dropped), on a copy when new."""
-    child.apply(op)
-    child_key = child.fingerprint()
-    if child_key in parents:
-        if not child.exact:  # a target's hidden state, once, before it merges
-            child.probe()
-    else:
-        child.settle()
-        copy_of(child, key, op).probe()
-    return child_key
+_LEVEL: tuple[Any, Any, Any] = (None, None, None)  # the level being expanded, inherited by forked workers
 
 
 def _expand(frontier: list[tuple[Hashable, LockstepWorld[Op]]], parents: dict[Hashable, Any],
-            copy_of: Callable[..., LockstepWorld[Op]], snapshots: bool, start: int, stop: int) -> tuple[Found, int]:
-    """Judge every call out of ``frontier[start:stop]``, in order, adding the states it finds to
-    ``parents``: what it found (``Found``) and how many calls it judged, up to a failure."""
-    found: Found = []
+            copy_of: Callable[..., LockstepWorld[Op]], start: int, stop: int) -> Run:
+    """Judge every call out of ``frontier[start:stop]``, in search order (``Run``). Each target state's
+    hidden state is probed: when it merges into a known state (unless its key holds it all: ``exact``),
+    and when new (the states kept are rebuilt by ``explore``: this copy is spent on the probe)."""
+    found: list[tuple[int, Any, Hashable]] = []
+    seen: set[Hashable] = set()
     transitions = 0
     for index in range(start, stop):
         key, world = frontier[index]
-        ops = world.enabled()
-        for position, op in enumerate(ops):
-            # the last call takes the expanded world itself: nothing reads it afterwards
-            last = snapshots and position == len(ops) - 1 and world.copyable
-            child = world if last else copy_of(world, key)
+        for op in world.enabled():
+            child = copy_of(world, key)
             transitions += 1
             try:
-                child_key = _transition(child, key, op, parents, copy_of)
+                child.apply(op)
+                child_key = child.fingerprint()
+                if child_key in parents or child_key in seen:
+                    if not child.exact:  # a target's hidden state, once, before it merges
+                        child.probe()
+                    continue
+                child.settle()
+                child.probe()
             except ConformanceFailure as failure:
-                found.append((index, op, None, failure))
-                return found, transitions
-            if child_key not in parents:
-                parents[child_key] = (key, op)
-                found.append((index, op, child_key, child))
-    return found, transitions
+                return found, transitions, (index, op, (failure.clauses, failure.message, failure.reproduction))
+            seen.add(child_key)
+            found.append((index, op, child_key))
+    return found, transitions, None
 
 
-def _worker(bounds: tuple[int, int]) -> tuple[Found, int]:
-    """``_expand`` in a forked worker: its new states' keys (their worlds stay behind: the parent rebuilds
-    the few it keeps) and a failure's arguments (pickled, unlike the failure)."""
-    frontier, parents, copy_of, snapshots = _LEVEL
-    found, transitions = _expand(frontier, parents, copy_of, snapshots, *bounds)
-    return [(i, op, key, None if key is not None else (what.clauses, what.message, what.reproduction))
-            for i, op, key, what in found], transitions
+def _expand_forked(start: int, stop: int) -> Run:
+    """``_expand`` in a forked worker, on the level it inherited."""
+    return _expand(*_LEVEL, start, stop)
 
 
 def _expand_level(frontier: list[tuple[Hashable, LockstepWorld[Op]]], parents: dict[Hashable, Any],
-                  copy_of: Callable[..., LockstepWorld[Op]], snapshots: bool) -> list[tuple[Found, int]]:
-    """The level's ``_expand`` results in search order: in this process, or split into runs of states
-    expanded by forked workers (one per core), each on its own copy of ``parents``, so a state two runs
-    find is reported by both and the parent keeps the first, as a search in one process would."""
+                  copy_of: Callable[..., LockstepWorld[Op]]) -> list[Run]:
+    """A level's ``Run``s in search order: one in this process, or a few per core, expanded by forked
+    workers each on its own copy of ``parents`` (a state two runs find is reported by both)."""
     jobs = len(os.sched_getaffinity(0))
-    if jobs < 2 or not snapshots or len(frontier) < PARALLEL_MIN:
-        return [_expand(frontier, parents, copy_of, snapshots, 0, len(frontier))]
+    if jobs < 2 or len(frontier) < PARALLEL_MIN:
+        return [_expand(frontier, parents, copy_of, 0, len(frontier))]
     global _LEVEL
-    _LEVEL = (frontier, parents, copy_of, snapshots)
+    _LEVEL = (frontier, parents, copy_of)
     size = -(-len(frontier) // (4 * jobs))  # a few runs per worker: a slow run does not idle the rest
     try:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            return pool.map(_worker, [(start, min(start + size, len(frontier)))
-                                      for start in range(0, len(frontier), size)], chunksize=1)
+            return pool.starmap(_expand_forked, [(start, min(start + size, len(frontier)))
+                                                 for start in range(0, len(frontier), size)], chunksize=1)
     finally:
-        _LEVEL = ()
+        _LEVEL = (None, None, None)
 
 
 def explore(
@@ -279,31 +264,29 @@ def explore(
     frontier: list[tuple[Hashable, LockstepWorld[Op]]] = [(root.fingerprint(), root)]
     result.max_hashes = len(root.in_state())
 
-    def copy_of(world: LockstepWorld[Op], key: Hashable, *ops: Op) -> LockstepWorld[Op]:
-        """``world`` (the state ``key``, then ``ops``) forked, or rebuilt by replaying its path."""
-        return (world.fork() if snapshots else None) or _rebuild(make_world, [*_path_to(parents, key), *ops])
+    def copy_of(world: LockstepWorld[Op], key: Hashable) -> LockstepWorld[Op]:
+        """``world`` (the state ``key``) forked, or rebuilt by replaying its path."""
+        return (world.fork() if snapshots else None) or _rebuild(make_world, _path_to(parents, key))
 
     try:  # whichever way the search ends, ``finally`` states what it covered
         # the search is at level ``diameter`` while a frontier is left: each level makes the next
         while frontier and (depth is None or result.diameter < depth):
             following: list[tuple[Hashable, LockstepWorld[Op]]] = []
-            for found, transitions in _expand_level(frontier, parents, copy_of, snapshots):
+            for found, transitions, failed in _expand_level(frontier, parents, copy_of):
                 result.transitions += transitions
-                for index, op, child_key, child in found:
-                    key, world = frontier[index]
-                    if child_key is None:  # the first failure in search order
-                        result.failing_path = [*_path_to(parents, key), op]
-                        failure = child if isinstance(child, ConformanceFailure) else ConformanceFailure(*child)
-                        result.failure = _confirm(make_world, result.failing_path, failure)
-                        return result
-                    if child is None:  # found by a worker: kept unless an earlier run found it
-                        if child_key in parents:
-                            continue
+                for index, op, child_key in found:
+                    if child_key not in parents:  # the first run to find a state is its parent
+                        key, world = frontier[index]
                         parents[child_key] = (key, op)
                         child = copy_of(world, key)
                         child.apply(op)
-                    following.append((child_key, child))
-                    result.max_hashes = max(result.max_hashes, len(child.in_state()))
+                        following.append((child_key, child))
+                        result.max_hashes = max(result.max_hashes, len(child.in_state()))
+                if failed is not None:  # the first failure in search order
+                    index, op, failure = failed
+                    result.failing_path = [*_path_to(parents, frontier[index][0]), op]
+                    result.failure = _confirm(make_world, result.failing_path, ConformanceFailure(*failure))
+                    return result
             if progress is not None:
                 progress(f"  {label}level {result.diameter + 1}: {len(parents)} states, "
                          f"{result.transitions} transitions, {time.perf_counter() - started:.0f} s")
