@@ -169,7 +169,7 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
     def fingerprint(self) -> Hashable:
         name = Relabel(self.pool[: self.fixed])
         lists = policy_key(self.model.policy, name)
-        loads = tuple(sorted(name.many(load) for load in self.inflight))
+        loads: tuple[tuple[int, ...], ...] = tuple(sorted(tuple(map(name, load)) for load in self.inflight))
         if self.exact:  # block ids are handles (symmetry): the target's free blocks are in its key
             return (lists, loads, manager_key(self.target, name))
         ids = tuple(sorted((name(h), block_id) for h, (block_id, _) in self.judge.id_of.items()))

@@ -30,7 +30,6 @@ from __future__ import annotations
 import abc
 import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
@@ -40,7 +39,7 @@ import attrs
 from ..judge import Verdict
 from ..reports.result import CallLog, ConformanceFailure
 
-__all__ = ["LockstepWorld", "Exploration", "explore", "stderr_progress"]
+__all__ = ["LockstepWorld", "Exploration", "explore"]
 
 Op = TypeVar("Op", bound=Hashable)
 
@@ -189,14 +188,14 @@ def _confirm(make_world: Callable[[], LockstepWorld[Op]], path: list[Op], found:
 Run = tuple[list[tuple[int, Any, Hashable]], int, tuple[int, Any, tuple[Any, ...]] | None]
 #: Levels with fewer states are expanded in this process (forking workers would cost more than it saves).
 PARALLEL_MIN = 32
-_LEVEL: tuple[Any, Any, Any] = (None, None, None)  # the level being expanded, inherited by forked workers
+_LEVEL: tuple[Any, Any, Any] = (None, None, None)  # the level being expanded: forked workers inherit it
 
 
-def _expand(frontier: list[tuple[Hashable, LockstepWorld[Op]]], parents: dict[Hashable, Any],
-            copy_of: Callable[..., LockstepWorld[Op]], start: int, stop: int) -> Run:
-    """Judge every call out of ``frontier[start:stop]``, in search order (``Run``). Each target state's
-    hidden state is probed: when it merges into a known state (unless its key holds it all: ``exact``),
-    and when new (the states kept are rebuilt by ``explore``: this copy is spent on the probe)."""
+def _expand(start: int, stop: int) -> Run:
+    """Judge every call out of states ``start:stop`` of the level (``_LEVEL``), in search order (``Run``).
+    Each target state's hidden state is probed: when it merges into a known state (unless its key holds it
+    all: ``exact``), and when new (the states kept are rebuilt by ``explore``: this copy is spent)."""
+    frontier, parents, copy_of = _LEVEL
     found: list[tuple[int, Any, Hashable]] = []
     seen: set[Hashable] = set()
     transitions = 0
@@ -221,25 +220,20 @@ def _expand(frontier: list[tuple[Hashable, LockstepWorld[Op]]], parents: dict[Ha
     return found, transitions, None
 
 
-def _expand_forked(start: int, stop: int) -> Run:
-    """``_expand`` in a forked worker, on the level it inherited."""
-    return _expand(*_LEVEL, start, stop)
-
-
 def _expand_level(frontier: list[tuple[Hashable, LockstepWorld[Op]]], parents: dict[Hashable, Any],
                   copy_of: Callable[..., LockstepWorld[Op]]) -> list[Run]:
     """A level's ``Run``s in search order: one in this process, or a few per core, expanded by forked
     workers each on its own copy of ``parents`` (a state two runs find is reported by both)."""
-    jobs = len(os.sched_getaffinity(0))
-    if jobs < 2 or len(frontier) < PARALLEL_MIN:
-        return [_expand(frontier, parents, copy_of, 0, len(frontier))]
     global _LEVEL
     _LEVEL = (frontier, parents, copy_of)
+    jobs = len(os.sched_getaffinity(0))
     size = -(-len(frontier) // (4 * jobs))  # a few runs per worker: a slow run does not idle the rest
     try:
+        if jobs < 2 or len(frontier) < PARALLEL_MIN:
+            return [_expand(0, len(frontier))]
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            return pool.starmap(_expand_forked, [(start, min(start + size, len(frontier)))
-                                                 for start in range(0, len(frontier), size)], chunksize=1)
+            return pool.starmap(_expand, [(start, min(start + size, len(frontier)))
+                                          for start in range(0, len(frontier), size)], chunksize=1)
     finally:
         _LEVEL = (None, None, None)
 
@@ -296,7 +290,3 @@ def explore(
         return result
     finally:
         result.states, result.seconds = len(parents), time.perf_counter() - started
-
-
-def stderr_progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

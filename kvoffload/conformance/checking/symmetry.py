@@ -17,7 +17,7 @@ managers make every pair collide (again symmetric).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 __all__ = ["DISTINGUISHED", "HEAD", "hash_alphabet", "distinguished_text", "Relabel", "canonical_calls"]
 
@@ -59,9 +59,6 @@ class Relabel(dict[bytes, int]):
         return label
 
     __call__ = dict.__getitem__
-
-    def many(self, hashes: Iterable[bytes]) -> tuple[int, ...]:
-        return tuple(map(self, hashes))
 
 
 def canonical_calls(
