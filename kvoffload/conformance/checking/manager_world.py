@@ -110,21 +110,10 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
 
     var = "m"
 
-    def __init__(
-        self,
-        build: Callable[[], Any],
-        capacity: int,
-        policy: str,
-        hashes: list[bytes],
-        touch_max: int = 2,
-        construct: str = "make()",
-        imports: list[str] | None = None,
-        store_max: int = 2,
-        max_pins: int = 1,
-        distinguished: int = DISTINGUISHED,
-    ) -> None:
-        self.judge = ManagerJudge(capacity, policy, True, self._name, sources=False)
-        super().__init__(build, capacity, policy, hashes, touch_max, construct, imports or [], distinguished)
+    def __init__(self, *args: Any, store_max: int = 2, max_pins: int = 1, **common: Any) -> None:
+        """``LockstepWorld``'s arguments, the longest store and the most loads on a block in flight."""
+        super().__init__(*args, **common)
+        self.judge = ManagerJudge(self.capacity, self.policy, True, self._name, sources=False)
         self.store_max = store_max
         self.max_pins = max_pins
         self.inflight: list[tuple[bytes, ...]] = []

@@ -38,6 +38,7 @@ import attrs
 
 from ..judge import Verdict
 from ..reports.result import CallLog, ConformanceFailure
+from .symmetry import DISTINGUISHED
 
 __all__ = ["LockstepWorld", "Exploration", "explore"]
 
@@ -54,15 +55,17 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
     last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
 
-    def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes], touch_max: int,
-                 construct: str, imports: list[str], distinguished: int) -> None:
+    needs: tuple[str, ...] = ()  # the imports every reproduction of this world makes
+
+    def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes], touch_max: int = 2,
+                 construct: str = "make()", imports: list[str] | None = None, distinguished: int = DISTINGUISHED) -> None:
         self.capacity = capacity
         self.policy = policy
         self.pool = hashes
         self.touch_max = touch_max
         self.fixed = distinguished  # pool[:fixed] keep their names (h0, the shared head: I8)
         self.construct = construct
-        self.imports = imports
+        self.imports = [*self.needs, *(imports or [])]
         self.target: Any = build()
         self.history: list[Op] = []
         self.copyable = True  # fork() still copies (False once a copy failed: states are rebuilt by replay)

@@ -73,21 +73,12 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
 
     var = "p"
 
-    def __init__(
-        self,
-        build: Callable[[], Any],
-        capacity: int,
-        policy: str,
-        hashes: list[bytes],
-        touch_max: int = 2,
-        construct: str = "make()",
-        imports: list[str] | None = None,
-        distinguished: int = DISTINGUISHED,
-        idle: bool = False,
-    ) -> None:
-        self.model = make_reference_policy(policy, capacity)
-        super().__init__(build, capacity, policy, hashes, touch_max, construct,
-                         ["from kvoffload.spec import BlockStatus", *(imports or [])], distinguished)  # its blocks
+    needs = ("from kvoffload.spec import BlockStatus",)  # its blocks
+
+    def __init__(self, *args: Any, idle: bool = False, **common: Any) -> None:
+        """``LockstepWorld``'s arguments, and ``idle``."""
+        super().__init__(*args, **common)
+        self.model = make_reference_policy(self.policy, self.capacity)
         self.idle = idle  # every block idle (ref_cnt 0), nothing protected
         self.blocks: dict[bytes, BlockStatus] = {}
         #: id(block) -> the block, the ref_cnt the caller set (P6): present blocks, and those the call drops
