@@ -121,7 +121,6 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         #: (M1), are judged once per new state (``settle``) and a merged state needs no probe.
         self.clonable = _clonable(self.target)  # of reference parts alone: copied field by field
         self.exact = hasattr(self.target, "logical_state") or self.clonable
-        self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
     @property
     def model(self) -> ReferenceManager:
@@ -131,28 +130,17 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
     def in_state(self) -> set[bytes]:
         return held(self.model.policy)
 
-    def _touches_and_stores(self) -> tuple[list[ManagerOp], list[ManagerOp]]:
-        """Shared by every state with the same hashes in it (memoised: the alphabet is fixed)."""
-        present = frozenset(self.in_state())
-        found = self._calls.get(present)
-        if found is None:
-            touches: list[ManagerOp] = [("touch", s, True) for s in canonical_calls(self.pool, set(present), self.touch_max, self.fixed)]
-            stores: list[ManagerOp] = [
-                ("prepare_store", s, True) for s in canonical_calls(self.pool, set(present), self.store_max, self.fixed)
-            ]
-            found = self._calls[present] = (touches, stores)
-        return found
-
     def enabled(self) -> list[ManagerOp]:
-        touches, stores = self._touches_and_stores()
+        present = self.in_state()
         blocks: dict[Any, BlockStatus] = self.model.blocks()
         pending = [h for h in self.pool if h in blocks and blocks[h].ref_cnt == -1]
         loadable = [h for h in self.pool if h in blocks and 0 <= blocks[h].ref_cnt < self.max_pins]
-        ops: list[ManagerOp] = list(stores)
+        ops: list[ManagerOp] = [("prepare_store", s, True)
+                                for s in canonical_calls(self.pool, present, self.store_max, self.fixed)]
         ops.extend(("complete_store", subset, success) for subset in _subsets(pending) for success in (True, False))
         ops.extend(("prepare_load", subset, True) for subset in _subsets(loadable))
         ops.extend(("complete_load", load, True) for load in dict.fromkeys(self.inflight))
-        ops.extend(touches)
+        ops.extend(("touch", s, True) for s in canonical_calls(self.pool, present, self.touch_max, self.fixed))
         return ops
 
     def fingerprint(self) -> Hashable:
