@@ -152,30 +152,20 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         ids = tuple(sorted((name(h), block_id) for h, (block_id, _) in self.judge.id_of.items()))
         return (lists, loads, ids, manager_key(self.target, name))
 
-    def fork(self) -> ManagerWorld | None:
-        """An independent copy (the target deep-copied), or ``None`` if it cannot be."""
-        if not self.copyable:
-            return None
-        new = shallow(self)
-        try:
-            target = self.target
-            if self.clonable:
-                new.target = clone_reference_manager(target)
-            else:  # the production manager's own __deepcopy__ directly (deepcopy's dispatch is not free)
-                copier = getattr(target, "__deepcopy__", None)
-                new.target = copier({}) if copier is not None else copy.deepcopy(target)
-        except Exception:  # a target that cannot be copied is rebuilt by replay instead
-            self.copyable = False
-            return None
-        new._log = None
-        judge = new.judge = shallow(self.judge)
-        judge.name = new._name  # the copy names hashes from its own history
-        judge.model = clone_reference_manager(self.judge.model)
-        judge.id_of, judge.replayed = dict(self.judge.id_of), set(self.judge.replayed)
-        judge.failed_since_take = set(self.judge.failed_since_take)
-        new.inflight = list(self.inflight)
-        new.history = list(self.history)
-        return new
+    def copy_parts(self) -> None:
+        """``LockstepWorld.copy_parts``: the target deep-copied, the judge's model and records."""
+        target = self.target
+        if self.clonable:
+            self.target = clone_reference_manager(target)
+        else:  # the production manager's own __deepcopy__ directly (deepcopy's dispatch is not free)
+            copier = getattr(target, "__deepcopy__", None)
+            self.target = copier({}) if copier is not None else copy.deepcopy(target)
+        judge = self.judge = shallow(self.judge)
+        judge.name = self._name  # the copy names hashes from its own history
+        judge.model = clone_reference_manager(judge.model)
+        judge.id_of, judge.replayed = dict(judge.id_of), set(judge.replayed)
+        judge.failed_since_take = set(judge.failed_since_take)
+        self.inflight = list(self.inflight)
 
     def render(self, index: int, name: Callable[[object], str]) -> str:
         return render_op(self.history[index], name)

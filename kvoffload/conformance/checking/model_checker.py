@@ -38,6 +38,7 @@ import attrs
 
 from ..judge import Verdict
 from ..reports.result import CallLog, ConformanceFailure
+from .policy_state import shallow
 from .symmetry import DISTINGUISHED
 
 __all__ = ["LockstepWorld", "Exploration", "explore"]
@@ -87,7 +88,8 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     @abc.abstractmethod
     def fingerprint(self) -> Hashable: ...
     @abc.abstractmethod
-    def fork(self) -> LockstepWorld[Op] | None: ...
+    def copy_parts(self) -> None:
+        """Replace what this shallow copy shares with its original by copies (``fork``)."""
     @abc.abstractmethod
     def in_state(self) -> set[bytes]: ...
     @abc.abstractmethod
@@ -95,6 +97,20 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     @abc.abstractmethod
     def render(self, index: int, name: Callable[[object], str]) -> str:
         """The source form of ``history[index]``, hashes named by ``name``."""
+
+    def fork(self) -> LockstepWorld[Op] | None:
+        """An independent copy, or ``None`` if the target cannot be copied (never again after
+        that: the engine rebuilds states by replay)."""
+        if not self.copyable:
+            return None
+        new = shallow(self)
+        new.history, new._log = list(self.history), None
+        try:
+            new.copy_parts()
+        except Exception:  # a target that cannot be copied is rebuilt by replay instead
+            self.copyable = False
+            return None
+        return new
 
     def forgotten(self) -> tuple[bytes, ...]:
         """The alphabet's hashes the model does not hold: touching them is a no-op for the
