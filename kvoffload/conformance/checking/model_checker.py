@@ -59,7 +59,8 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     needs: tuple[str, ...] = ()  # the imports every reproduction of this world makes
 
     def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes], touch_max: int = 2,
-                 construct: str = "make()", imports: list[str] | None = None, distinguished: int = DISTINGUISHED) -> None:
+                 construct: str = "make()", imports: list[str] | None = None,
+                 distinguished: int = DISTINGUISHED) -> None:
         self.capacity = capacity
         self.policy = policy
         self.pool = hashes
