@@ -31,7 +31,7 @@ import click
 from .manager_world import ManagerWorld, manager_alphabet_text
 from .policy_world import PolicyWorld, policy_alphabet_text
 from ..loading import FactoryLoadError, builtin_source, load_factory
-from .model_checker import Exploration, explore, stderr_progress
+from .model_checker import Exploration, explore
 from .policy_state import ghost_capacity
 from ...spec import POLICIES
 from .symmetry import DISTINGUISHED, hash_alphabet
@@ -187,7 +187,7 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
         raise click.UsageError(f"with --target MODULE:FACTORY name the policy to compare with: "
                                f"--policy {'|'.join(POLICY_NAMES)}")
     started = time.perf_counter()
-    progress = None if quiet else stderr_progress
+    progress = None if quiet else functools.partial(click.echo, err=True)
     runs: list[ExhaustiveRun] = []
     for name in policies:
         try:

@@ -110,21 +110,10 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
 
     var = "m"
 
-    def __init__(
-        self,
-        build: Callable[[], Any],
-        capacity: int,
-        policy: str,
-        hashes: list[bytes],
-        touch_max: int = 2,
-        construct: str = "make()",
-        imports: list[str] | None = None,
-        store_max: int = 2,
-        max_pins: int = 1,
-        distinguished: int = DISTINGUISHED,
-    ) -> None:
-        self.judge = ManagerJudge(capacity, policy, True, self._name, sources=False)
-        super().__init__(build, capacity, policy, hashes, touch_max, construct, imports or [], distinguished)
+    def __init__(self, *args: Any, store_max: int = 2, max_pins: int = 1, **common: Any) -> None:
+        """``LockstepWorld``'s arguments, the longest store and the most loads on a block in flight."""
+        super().__init__(*args, **common)
+        self.judge = ManagerJudge(self.capacity, self.policy, True, self._name, sources=False)
         self.store_max = store_max
         self.max_pins = max_pins
         self.inflight: list[tuple[bytes, ...]] = []
@@ -132,7 +121,6 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         #: (M1), are judged once per new state (``settle``) and a merged state needs no probe.
         self.clonable = _clonable(self.target)  # of reference parts alone: copied field by field
         self.exact = hasattr(self.target, "logical_state") or self.clonable
-        self._calls: dict[frozenset[bytes], tuple[list[ManagerOp], list[ManagerOp]]] = {}
 
     @property
     def model(self) -> ReferenceManager:
@@ -142,63 +130,42 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
     def in_state(self) -> set[bytes]:
         return held(self.model.policy)
 
-    def _touches_and_stores(self) -> tuple[list[ManagerOp], list[ManagerOp]]:
-        """Shared by every state with the same hashes in it (memoised: the alphabet is fixed)."""
-        present = frozenset(self.in_state())
-        found = self._calls.get(present)
-        if found is None:
-            touches: list[ManagerOp] = [("touch", s, True) for s in canonical_calls(self.pool, set(present), self.touch_max, self.fixed)]
-            stores: list[ManagerOp] = [
-                ("prepare_store", s, True) for s in canonical_calls(self.pool, set(present), self.store_max, self.fixed)
-            ]
-            found = self._calls[present] = (touches, stores)
-        return found
-
     def enabled(self) -> list[ManagerOp]:
-        touches, stores = self._touches_and_stores()
+        present = self.in_state()
         blocks: dict[Any, BlockStatus] = self.model.blocks()
         pending = [h for h in self.pool if h in blocks and blocks[h].ref_cnt == -1]
         loadable = [h for h in self.pool if h in blocks and 0 <= blocks[h].ref_cnt < self.max_pins]
-        ops: list[ManagerOp] = list(stores)
+        ops: list[ManagerOp] = [("prepare_store", s, True)
+                                for s in canonical_calls(self.pool, present, self.store_max, self.fixed)]
         ops.extend(("complete_store", subset, success) for subset in _subsets(pending) for success in (True, False))
         ops.extend(("prepare_load", subset, True) for subset in _subsets(loadable))
         ops.extend(("complete_load", load, True) for load in dict.fromkeys(self.inflight))
-        ops.extend(touches)
+        ops.extend(("touch", s, True) for s in canonical_calls(self.pool, present, self.touch_max, self.fixed))
         return ops
 
     def fingerprint(self) -> Hashable:
         name = Relabel(self.pool[: self.fixed])
         lists = policy_key(self.model.policy, name)
-        loads = tuple(sorted(name.many(load) for load in self.inflight))
+        loads: tuple[tuple[int, ...], ...] = tuple(sorted(tuple(map(name, load)) for load in self.inflight))
         if self.exact:  # block ids are handles (symmetry): the target's free blocks are in its key
             return (lists, loads, manager_key(self.target, name))
         ids = tuple(sorted((name(h), block_id) for h, (block_id, _) in self.judge.id_of.items()))
         return (lists, loads, ids, manager_key(self.target, name))
 
-    def fork(self) -> ManagerWorld | None:
-        """An independent copy (the target deep-copied), or ``None`` if it cannot be."""
-        if not self.copyable:
-            return None
-        new = shallow(self)
-        try:
-            target = self.target
-            if self.clonable:
-                new.target = clone_reference_manager(target)
-            else:  # the production manager's own __deepcopy__ directly (deepcopy's dispatch is not free)
-                copier = getattr(target, "__deepcopy__", None)
-                new.target = copier({}) if copier is not None else copy.deepcopy(target)
-        except Exception:  # a target that cannot be copied is rebuilt by replay instead
-            self.copyable = False
-            return None
-        new._log = None
-        judge = new.judge = shallow(self.judge)
-        judge.name = new._name  # the copy names hashes from its own history
-        judge.model = clone_reference_manager(self.judge.model)
-        judge.id_of, judge.replayed = dict(self.judge.id_of), set(self.judge.replayed)
-        judge.failed_since_take = set(self.judge.failed_since_take)
-        new.inflight = list(self.inflight)
-        new.history = list(self.history)
-        return new
+    def copy_parts(self) -> None:
+        """``LockstepWorld.copy_parts``: the target deep-copied, the judge's model and records."""
+        target = self.target
+        if self.clonable:
+            self.target = clone_reference_manager(target)
+        else:  # the production manager's own __deepcopy__ directly (deepcopy's dispatch is not free)
+            copier = getattr(target, "__deepcopy__", None)
+            self.target = copier({}) if copier is not None else copy.deepcopy(target)
+        judge = self.judge = shallow(self.judge)
+        judge.name = self._name  # the copy names hashes from its own history
+        judge.model = clone_reference_manager(judge.model)
+        judge.id_of, judge.replayed = dict(judge.id_of), set(judge.replayed)
+        judge.failed_since_take = set(judge.failed_since_take)
+        self.inflight = list(self.inflight)
 
     def render(self, index: int, name: Callable[[object], str]) -> str:
         return render_op(self.history[index], name)

@@ -20,14 +20,16 @@ reproduction is checked once more without copies). Soundness rests on two assump
 both stated in the README: the target is deterministic in the calls it received, and
 its behaviour depends on a hash only through equality and the relations the alphabet
 models (every free hash shares one 16-byte head; the distinguished hash is that head, a
-prefix of each), so renaming the free hashes maps behaviours onto behaviours. Expanding a
-state forks its world once per call but the last, which takes the world itself.
+prefix of each), so renaming the free hashes maps behaviours onto behaviours. A level's
+states are expanded by forked workers, one per core (``_expand_level``); the first failure
+and the first finder of each state, in search order, are those of a search in one process.
 """
 
 from __future__ import annotations
 
 import abc
-import sys
+import multiprocessing
+import os
 import time
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
@@ -36,8 +38,10 @@ import attrs
 
 from ..judge import Verdict
 from ..reports.result import CallLog, ConformanceFailure
+from .policy_state import shallow
+from .symmetry import DISTINGUISHED
 
-__all__ = ["LockstepWorld", "Exploration", "explore", "stderr_progress"]
+__all__ = ["LockstepWorld", "Exploration", "explore"]
 
 Op = TypeVar("Op", bound=Hashable)
 
@@ -52,15 +56,18 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
     last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
 
-    def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes], touch_max: int,
-                 construct: str, imports: list[str], distinguished: int) -> None:
+    needs: tuple[str, ...] = ()  # the imports every reproduction of this world makes
+
+    def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes], touch_max: int = 2,
+                 construct: str = "make()", imports: list[str] | None = None,
+                 distinguished: int = DISTINGUISHED) -> None:
         self.capacity = capacity
         self.policy = policy
         self.pool = hashes
         self.touch_max = touch_max
         self.fixed = distinguished  # pool[:fixed] keep their names (h0, the shared head: I8)
         self.construct = construct
-        self.imports = imports
+        self.imports = [*self.needs, *(imports or [])]
         self.target: Any = build()
         self.history: list[Op] = []
         self.copyable = True  # fork() still copies (False once a copy failed: states are rebuilt by replay)
@@ -82,7 +89,8 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     @abc.abstractmethod
     def fingerprint(self) -> Hashable: ...
     @abc.abstractmethod
-    def fork(self) -> LockstepWorld[Op] | None: ...
+    def copy_parts(self) -> None:
+        """Replace what this shallow copy shares with its original by copies (``fork``)."""
     @abc.abstractmethod
     def in_state(self) -> set[bytes]: ...
     @abc.abstractmethod
@@ -90,6 +98,20 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     @abc.abstractmethod
     def render(self, index: int, name: Callable[[object], str]) -> str:
         """The source form of ``history[index]``, hashes named by ``name``."""
+
+    def fork(self) -> LockstepWorld[Op] | None:
+        """An independent copy, or ``None`` if the target cannot be copied (never again after
+        that: the engine rebuilds states by replay)."""
+        if not self.copyable:
+            return None
+        new = shallow(self)
+        new.history, new._log = list(self.history), None
+        try:
+            new.copy_parts()
+        except Exception:  # a target that cannot be copied is rebuilt by replay instead
+            self.copyable = False
+            return None
+        return new
 
     def forgotten(self) -> tuple[bytes, ...]:
         """The alphabet's hashes the model does not hold: touching them is a no-op for the
@@ -181,6 +203,61 @@ def _confirm(make_world: Callable[[], LockstepWorld[Op]], path: list[Op], found:
     )
 
 
+#: What ``_expand`` finds in a run of a level's states, in search order: the new states as (frontier index,
+#: call, key), the calls judged, and the failure that ended the run: (index, call, its arguments: they pickle).
+Run = tuple[list[tuple[int, Any, Hashable]], int, tuple[int, Any, tuple[Any, ...]] | None]
+#: Levels with fewer states are expanded in this process (forking workers would cost more than it saves).
+PARALLEL_MIN = 32
+_LEVEL: tuple[Any, Any, Any] = (None, None, None)  # the level being expanded: forked workers inherit it
+
+
+def _expand(start: int, stop: int) -> Run:
+    """Judge every call out of states ``start:stop`` of the level (``_LEVEL``), in search order (``Run``).
+    Each target state's hidden state is probed: when it merges into a known state (unless its key holds it
+    all: ``exact``), and when new (the states kept are rebuilt by ``explore``: this copy is spent)."""
+    frontier, parents, copy_of = _LEVEL
+    found: list[tuple[int, Any, Hashable]] = []
+    seen: set[Hashable] = set()
+    transitions = 0
+    for index in range(start, stop):
+        key, world = frontier[index]
+        for op in world.enabled():
+            child = copy_of(world, key)
+            transitions += 1
+            try:
+                child.apply(op)
+                child_key = child.fingerprint()
+                if child_key in parents or child_key in seen:
+                    if not child.exact:  # a target's hidden state, once, before it merges
+                        child.probe()
+                    continue
+                child.settle()
+                child.probe()
+            except ConformanceFailure as failure:
+                return found, transitions, (index, op, (failure.clauses, failure.message, failure.reproduction))
+            seen.add(child_key)
+            found.append((index, op, child_key))
+    return found, transitions, None
+
+
+def _expand_level(frontier: list[tuple[Hashable, LockstepWorld[Op]]], parents: dict[Hashable, Any],
+                  copy_of: Callable[..., LockstepWorld[Op]]) -> list[Run]:
+    """A level's ``Run``s in search order: one in this process, or a few per core, expanded by forked
+    workers each on its own copy of ``parents`` (a state two runs find is reported by both)."""
+    global _LEVEL
+    _LEVEL = (frontier, parents, copy_of)
+    jobs = len(os.sched_getaffinity(0))
+    size = -(-len(frontier) // (4 * jobs))  # a few runs per worker: a slow run does not idle the rest
+    try:
+        if jobs < 2 or len(frontier) < PARALLEL_MIN:
+            return [_expand(0, len(frontier))]
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            return pool.starmap(_expand, [(start, min(start + size, len(frontier)))
+                                          for start in range(0, len(frontier), size)], chunksize=1)
+    finally:
+        _LEVEL = (None, None, None)
+
+
 def explore(
     make_world: Callable[[], LockstepWorld[Op]],
     depth: int | None = None,
@@ -189,64 +266,47 @@ def explore(
     label: str = "",
     snapshots: bool = True,
 ) -> Exploration[Op]:
-    """BFS over the reachable joint states (to ``depth`` calls when given).
+    """BFS over the reachable joint states (to ``depth`` calls when given), each level over every core.
 
     ``snapshots``: expand a state from ``fork()`` copies; off (or when ``fork`` returns
     ``None``), every transition rebuilds its source state by replaying the parent chain.
-    Every transition's target state is probed: in place when it merges into a known
-    state (it is dropped anyway), on a copy when it is new (it is expanded later).
     """
     result: Exploration[Op] = Exploration()
-    started = last_report = time.perf_counter()
+    started = time.perf_counter()
     root = make_world()
     parents: dict[Hashable, tuple[Hashable, Any] | None] = {root.fingerprint(): None}
     frontier: list[tuple[Hashable, LockstepWorld[Op]]] = [(root.fingerprint(), root)]
     result.max_hashes = len(root.in_state())
 
-    def copy_of(world: LockstepWorld[Op], key: Hashable, *ops: Op) -> LockstepWorld[Op]:
-        """``world`` (the state ``key``, then ``ops``) forked, or rebuilt by replaying its path."""
-        return (world.fork() if snapshots else None) or _rebuild(make_world, [*_path_to(parents, key), *ops])
+    def copy_of(world: LockstepWorld[Op], key: Hashable) -> LockstepWorld[Op]:
+        """``world`` (the state ``key``) forked, or rebuilt by replaying its path."""
+        return (world.fork() if snapshots else None) or _rebuild(make_world, _path_to(parents, key))
 
     try:  # whichever way the search ends, ``finally`` states what it covered
         # the search is at level ``diameter`` while a frontier is left: each level makes the next
         while frontier and (depth is None or result.diameter < depth):
             following: list[tuple[Hashable, LockstepWorld[Op]]] = []
-            for key, world in frontier:
-                ops = world.enabled()
-                for index, op in enumerate(ops):
-                    # the last call takes the expanded world itself: nothing reads it afterwards
-                    last = snapshots and index == len(ops) - 1 and world.copyable
-                    child = world if last else copy_of(world, key)
-                    result.transitions += 1
-                    try:
-                        child.apply(op)
-                        child_key = child.fingerprint()
-                        if child_key in parents:
-                            if not child.exact:  # a target's hidden state, once, before it merges
-                                child.probe()
-                        else:
-                            child.settle()
-                            copy_of(child, key, op).probe()
-                    except ConformanceFailure as failure:
-                        result.failing_path = [*_path_to(parents, key), op]
-                        result.failure = _confirm(make_world, result.failing_path, failure)
-                        return result
-                    if child_key not in parents:
+            for found, transitions, failed in _expand_level(frontier, parents, copy_of):
+                result.transitions += transitions
+                for index, op, child_key in found:
+                    if child_key not in parents:  # the first run to find a state is its parent
+                        key, world = frontier[index]
                         parents[child_key] = (key, op)
+                        child = copy_of(world, key)
+                        child.apply(op)
                         following.append((child_key, child))
                         result.max_hashes = max(result.max_hashes, len(child.in_state()))
-                now = time.perf_counter()
-                if progress is not None and now - last_report >= 5.0:
-                    last_report = now
-                    progress(f"  {label}level {result.diameter + 1}: {len(parents)} states, "
-                             f"{result.transitions} transitions, {now - started:.0f} s")
+                if failed is not None:  # the first failure in search order
+                    index, op, failure = failed
+                    result.failing_path = [*_path_to(parents, frontier[index][0]), op]
+                    result.failure = _confirm(make_world, result.failing_path, ConformanceFailure(*failure))
+                    return result
+            if progress is not None:
+                progress(f"  {label}level {result.diameter + 1}: {len(parents)} states, "
+                         f"{result.transitions} transitions, {time.perf_counter() - started:.0f} s")
             frontier = following
             result.diameter += bool(frontier)
         result.complete = not frontier
         return result
     finally:
         result.states, result.seconds = len(parents), time.perf_counter() - started
-
-
-def stderr_progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

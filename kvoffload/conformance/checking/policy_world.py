@@ -31,7 +31,7 @@ from typing import Any
 from ...spec import BlockStatus, make_reference_policy
 from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
 from .model_checker import LockstepWorld
-from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, shallow, twin_blocks
+from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, twin_blocks
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
@@ -73,21 +73,12 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
 
     var = "p"
 
-    def __init__(
-        self,
-        build: Callable[[], Any],
-        capacity: int,
-        policy: str,
-        hashes: list[bytes],
-        touch_max: int = 2,
-        construct: str = "make()",
-        imports: list[str] | None = None,
-        distinguished: int = DISTINGUISHED,
-        idle: bool = False,
-    ) -> None:
-        self.model = make_reference_policy(policy, capacity)
-        super().__init__(build, capacity, policy, hashes, touch_max, construct,
-                         ["from kvoffload.spec import BlockStatus", *(imports or [])], distinguished)  # its blocks
+    needs = ("from kvoffload.spec import BlockStatus",)  # its blocks
+
+    def __init__(self, *args: Any, idle: bool = False, **common: Any) -> None:
+        """``LockstepWorld``'s arguments, and ``idle``."""
+        super().__init__(*args, **common)
+        self.model = make_reference_policy(self.policy, self.capacity)
         self.idle = idle  # every block idle (ref_cnt 0), nothing protected
         self.blocks: dict[bytes, BlockStatus] = {}
         #: id(block) -> the block, the ref_cnt the caller set (P6): present blocks, and those the call drops
@@ -119,24 +110,15 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         name = Relabel(self.pool[: self.fixed])
         return policy_key(self.model, name), readable_key(self.target, name)
 
-    def fork(self) -> PolicyWorld | None:
-        """An independent copy: model, target and the caller's blocks copied together, so
-        both policies still share each block (``None`` if the target cannot be copied)."""
-        if not self.copyable:
-            return None
-        new = shallow(self)
+    def copy_parts(self) -> None:
+        """``LockstepWorld.copy_parts``: model, target and the caller's blocks copied together,
+        so both policies still share each block."""
         memo: dict[int, Any] = twin_blocks(block for block, _ in self.refs.values())
-        try:  # a target of a reference policy's fields alone is cloned as the model is
-            new.target = clone_policy(self.target, memo) if self.exact else copy.deepcopy(self.target, memo)
-        except Exception:  # rebuilt by replay instead
-            self.copyable = False
-            return None
-        new.model = clone_policy(self.model, memo)
-        new.blocks = {h: memo[id(b)] for h, b in self.blocks.items()}
-        new.refs = {id(memo[key]): (memo[key], ref) for key, (_, ref) in self.refs.items()}
-        new.history = list(self.history)
-        new._log = None
-        return new
+        # a target of a reference policy's fields alone is cloned as the model is
+        self.target = clone_policy(self.target, memo) if self.exact else copy.deepcopy(self.target, memo)
+        self.model = clone_policy(self.model, memo)
+        self.blocks = {h: memo[id(b)] for h, b in self.blocks.items()}
+        self.refs = {id(memo[key]): (memo[key], ref) for key, (_, ref) in self.refs.items()}
 
     def apply(self, op: PolicyOp) -> None:
         self.history.append(op)

@@ -16,6 +16,7 @@ managers make every pair collide (again symmetric).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Sequence
 
@@ -60,20 +61,23 @@ class Relabel(dict[bytes, int]):
 
     __call__ = dict.__getitem__
 
-    def many(self, hashes: Iterable[bytes]) -> tuple[int, ...]:
-        return tuple(map(self, hashes))
-
 
 def canonical_calls(
-    alphabet: Sequence[bytes], in_state: set[bytes], longest: int, distinguished: int = DISTINGUISHED
+    alphabet: Sequence[bytes], in_state: Iterable[bytes], longest: int, distinguished: int = DISTINGUISHED
 ) -> list[tuple[bytes, ...]]:
     """Every ordered sequence of 1..``longest`` distinct hashes of ``alphabet``, up to
     renaming of the free hashes (those past the first ``distinguished``) absent from the
     state: those occur in alphabet order (the first fresh hash used is the first fresh
-    one, the second the second, ...)."""
+    one, the second the second, ...). Memoised: shared by every state with the same hashes."""
+    return list(_canonical_calls(tuple(alphabet), frozenset(in_state), longest, distinguished))
+
+
+@functools.cache
+def _canonical_calls(alphabet: tuple[bytes, ...], in_state: frozenset[bytes], longest: int,
+                     distinguished: int) -> tuple[tuple[bytes, ...], ...]:
     fresh = [h for h in alphabet[distinguished:] if h not in in_state]
     universe = [h for h in alphabet if h not in fresh] + fresh[:longest]
     rank = {h: i for i, h in enumerate(fresh[:longest])}
     # kept: the fresh hashes a sequence uses are the first ones, in order (permutations of too many yield none)
-    return [seq for size in range(1, longest + 1) for seq in itertools.permutations(universe, size)
-            if (used := [rank[h] for h in seq if h in rank]) == list(range(len(used)))]
+    return tuple(seq for size in range(1, longest + 1) for seq in itertools.permutations(universe, size)
+                 if (used := [rank[h] for h in seq if h in rank]) == list(range(len(used))))
