@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from kvoffload import CPULoadStoreSpec, GPULoadStoreSpec
@@ -75,3 +76,12 @@ def test_S4_handlers_need_a_layout() -> None:
     spec = CPUOffloadingSpec(16, [16], {"num_blocks": 4})
     with pytest.raises(ValueError, match="kv_layout"):
         list(spec.get_handlers({}, {}))
+
+
+def test_B4_of_checked_wraps_the_callers_array_as_the_constructor_would() -> None:
+    ids = np.array([3, 1, 2], dtype=np.int64)
+    fast, built = CPULoadStoreSpec.of_checked(ids), CPULoadStoreSpec(ids)
+    assert type(fast) is CPULoadStoreSpec and fast.medium() == "CPU"
+    assert fast.block_ids is ids  # no copy: the ids the caller made
+    assert repr(fast) == repr(built) == "CPULoadStoreSpec([3, 1, 2])" and len(fast) == 3
+    assert type(GPULoadStoreSpec.of_checked(ids)) is GPULoadStoreSpec

@@ -72,21 +72,11 @@ I64 = npt.NDArray[np.int64]
 Flags = Sequence[bool] | bytes | bytearray
 Op = Callable[..., int]
 _READY = runtime.READY
-_new_object = object.__new__
 #: The arrays a copy owns (``__deepcopy__``): compiled state, objects, scratch.
 _ARRAYS = ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects", "_q", "_io")
 #: The named views ``_bind_views`` keeps, and their spans by (num_blocks, ghost nodes).
 _BOUND_VIEWS = ("meta", "ts", "ref", "hpos", "free", "bprev", "bnext", "lst", "gnext")
 _VIEW_SPANS: dict[tuple[int, int], list[tuple[str, int, slice]]] = {}
-
-
-def _trusted_spec(block_ids: I64) -> CPULoadStoreSpec:
-    """``CPULoadStoreSpec(block_ids)`` for ids this module made (a fresh one-dimensional
-    int64 array): the constructor's conversion and shape check (~0.3 us, a few percent of
-    a small batch's call) would find nothing to convert or refuse."""
-    spec = _new_object(CPULoadStoreSpec)
-    spec.block_ids = block_ids
-    return spec
 
 
 def _pick(hashes: list[BlockHash], idx: I64, count: int) -> list[BlockHash]:
@@ -319,7 +309,7 @@ class CPUOffloadingManager(OffloadingManager):
             block_hash = hashes[int(info[0])]
             state = "pending" if info[1] else "absent"
             raise ContractViolation("M2", f"prepare_load of {state} hash {describe_hash(block_hash)}")
-        return _trusted_spec(self._out_a[:result].copy())
+        return CPULoadStoreSpec.of_checked(self._out_a[:result].copy())
 
     def complete_load(self, block_hashes: Iterable[BlockHash]) -> None:
         """M3: release one ref per occurrence; all or nothing."""
@@ -389,7 +379,7 @@ class CPUOffloadingManager(OffloadingManager):
         """M5: pending blocks for the absent hashes, evicting atomically, or ``None``."""
         hashes, result = self._run("prepare_store", block_hashes)
         if result <= 0:  # REFUSED (M5.4), or nothing to store (M5.2)
-            return None if result == L.REFUSED else PrepareStoreOutput([], _trusted_spec(np.empty(0, np.int64)), [])
+            return None if result == L.REFUSED else PrepareStoreOutput([], CPULoadStoreSpec.of_checked(np.empty(0, np.int64)), [])
         victim_count = self._io.item(0)
         evicted: list[BlockHash] = self._objects[self._out_c[:victim_count]].tolist() if victim_count else []
         to_store = _pick(hashes, self._out_a, result)
@@ -398,7 +388,7 @@ class CPUOffloadingManager(OffloadingManager):
         self._objects[new_ids] = np.fromiter(to_store, object, result) if result > 1 else to_store[0]
         if self.enable_events and evicted:
             self._queue_event(evicted, removed=True)
-        return PrepareStoreOutput(to_store, _trusted_spec(new_ids), evicted)
+        return PrepareStoreOutput(to_store, CPULoadStoreSpec.of_checked(new_ids), evicted)
 
     # -- M6, M7 -----------------------------------------------------------------------
     def complete_store(self, block_hashes: Iterable[BlockHash], success: bool = True) -> None:
