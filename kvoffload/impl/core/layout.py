@@ -214,11 +214,14 @@ IO_SCRATCH = 7
 IO_PAD = 8
 IO_SEEN = 4
 IO_SEEN_FIXED = 8
+#: ``len(io) = IO_FIXED + IO_PER_HASH * B``: ``io_size`` builds it, ``state.batch_of`` reads B back.
+IO_FIXED = IO_INFO + IO_SCRATCH * IO_PAD + IO_SEEN_FIXED
+IO_PER_HASH = IO_ARRAYS + IO_SCRATCH + IO_SEEN
 
 
 def io_size(batch: int) -> int:
     """Length of ``io`` for batches of up to ``batch`` hashes."""
-    return IO_INFO + (IO_ARRAYS + IO_SCRATCH + IO_SEEN) * batch + IO_SCRATCH * IO_PAD + IO_SEEN_FIXED
+    return IO_FIXED + IO_PER_HASH * batch
 
 
 # --------------------------------------------------------------------- result codes

@@ -30,11 +30,11 @@ from .layout import (
     HPOS,
     HTS,
     IO_ARRAYS,
+    IO_FIXED,
     IO_INFO,
     IO_PAD,
+    IO_PER_HASH,
     IO_SCRATCH,
-    IO_SEEN,
-    IO_SEEN_FIXED,
     LST,
     META_SIZE,
     NODES,
@@ -91,7 +91,7 @@ def ghost_tags(a32, meta):  # type: ignore[no-untyped-def]
 @kernel(inline="always")
 def batch_of(io):  # type: ignore[no-untyped-def]
     """``B``: the most hashes a batch of ``io`` may hold (``layout.io_size``)."""
-    return (io.shape[0] - IO_INFO - IO_SCRATCH * IO_PAD - IO_SEEN_FIXED) // (IO_ARRAYS + IO_SCRATCH + IO_SEEN)
+    return (io.shape[0] - IO_FIXED) // IO_PER_HASH
 
 
 @kernel(inline="always")
