@@ -62,20 +62,20 @@ Planes = list[torch.Tensor]
 RowCopy = Callable[[Planes, Planes, IntArray, torch.Tensor, IntArray, bool], None]
 
 
-def _store_per_block(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
-                     sub_ids: IntArray, nb: bool) -> None:
-    pairs = list(zip(gpu_ids.tolist(), sub_ids.tolist()))
-    for dev, host in zip(dev_planes, host_planes):
-        for g, s in pairs:
-            host[s].copy_(dev[g], non_blocking=nb)
+def _copy_each(src_planes: Planes, dst_planes: Planes, src_ids: IntArray, dst_ids: IntArray, nb: bool) -> None:
+    """``per_block`` in either direction: ``dst[dst_ids[j]] <- src[src_ids[j]]``, one row at a time."""
+    pairs = list(zip(src_ids.tolist(), dst_ids.tolist()))
+    for src, dst in zip(src_planes, dst_planes):
+        for i, j in pairs:
+            dst[j].copy_(src[i], non_blocking=nb)
 
 
-def _store_runs(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
-                sub_ids: IntArray, nb: bool) -> None:
-    spans = pair_runs(gpu_ids, sub_ids)
-    for dev, host in zip(dev_planes, host_planes):
-        for g, s, n in spans:
-            host[s : s + n].copy_(dev[g : g + n], non_blocking=nb)
+def _copy_spans(src_planes: Planes, dst_planes: Planes, src_ids: IntArray, dst_ids: IntArray, nb: bool) -> None:
+    """``runs`` in either direction: one ``copy_`` per run consecutive on both sides."""
+    spans = pair_runs(src_ids, dst_ids)
+    for src, dst in zip(src_planes, dst_planes):
+        for i, j, n in spans:
+            dst[j : j + n].copy_(src[i : i + n], non_blocking=nb)
 
 
 def _store_gather(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
@@ -104,22 +104,6 @@ def _store_direct(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gp
             torch.index_select(dev, 0, gpu_index[pos : pos + n], out=host[first : first + n])
 
 
-def _load_per_block(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
-                    sub_ids: IntArray, nb: bool) -> None:
-    pairs = list(zip(sub_ids.tolist(), gpu_ids.tolist()))
-    for host, dev in zip(host_planes, dev_planes):
-        for s, g in pairs:
-            dev[g].copy_(host[s], non_blocking=nb)
-
-
-def _load_runs(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
-               sub_ids: IntArray, nb: bool) -> None:
-    spans = pair_runs(sub_ids, gpu_ids)
-    for host, dev in zip(host_planes, dev_planes):
-        for s, g, n in spans:
-            dev[g : g + n].copy_(host[s : s + n], non_blocking=nb)
-
-
 def _load_gather(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_index: torch.Tensor,
                  sub_ids: IntArray, nb: bool) -> None:
     host_runs = runs(sub_ids)
@@ -140,12 +124,15 @@ def _load_index(dev_planes: Planes, host_planes: Planes, gpu_ids: IntArray, gpu_
 # The one table of which function copies each path's rows, per direction. ``direct`` loads
 # as ``runs`` (module docstring).
 _STORES: dict[CopyPath, RowCopy] = {
-    CopyPath.PER_BLOCK: _store_per_block, CopyPath.RUNS: _store_runs, CopyPath.GATHER: _store_gather,
-    CopyPath.INDEX: _store_index, CopyPath.DIRECT: _store_direct,
+    CopyPath.PER_BLOCK: lambda dev, host, gpu, _index, sub, nb: _copy_each(dev, host, gpu, sub, nb),
+    CopyPath.RUNS: lambda dev, host, gpu, _index, sub, nb: _copy_spans(dev, host, gpu, sub, nb),
+    CopyPath.GATHER: _store_gather, CopyPath.INDEX: _store_index, CopyPath.DIRECT: _store_direct,
 }
 _LOADS: dict[CopyPath, RowCopy] = {
-    CopyPath.PER_BLOCK: _load_per_block, CopyPath.RUNS: _load_runs, CopyPath.GATHER: _load_gather,
-    CopyPath.INDEX: _load_index, CopyPath.DIRECT: _load_runs,
+    CopyPath.PER_BLOCK: lambda dev, host, gpu, _index, sub, nb: _copy_each(host, dev, sub, gpu, nb),
+    CopyPath.RUNS: lambda dev, host, gpu, _index, sub, nb: _copy_spans(host, dev, sub, gpu, nb),
+    CopyPath.GATHER: _load_gather, CopyPath.INDEX: _load_index,
+    CopyPath.DIRECT: lambda dev, host, gpu, _index, sub, nb: _copy_spans(host, dev, sub, gpu, nb),
 }
 
 
