@@ -370,3 +370,29 @@ def test_cli_exit_codes() -> None:
     assert both.exit_code == 2
     missing = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "no_such_module_xyz:f"])
     assert missing.exit_code == 2
+
+
+@pytest.mark.parametrize("factory_name", ["arc_manager", "manager_arc_promotes_pending"])
+def test_forked_levels_find_what_one_process_finds(monkeypatch: pytest.MonkeyPatch, factory_name: str) -> None:
+    """Levels expanded by forked workers (every level of 2+ states, two workers) give the
+    one-process search's counts, and for a planted bug its shortest path and reproduction."""
+    from kvoffload.conformance.checking import model_checker
+
+    factory = getattr(impl, factory_name, None) or _free_bug(factory_name)
+    outcomes = []
+    for workers, smallest in ((1, 10**9), (2, 2)):
+        monkeypatch.setattr(model_checker, "workers", lambda count=workers: count)
+        monkeypatch.setattr(model_checker, "PARALLEL_MIN", smallest)
+        result = run_exhaustive(factory, policy="arc", capacity=2, distinguished=0).result
+        failure = result.failure
+        outcomes.append((result.states, result.transitions, result.diameter, result.failing_path,
+                         None if failure is None else (failure.clauses, failure.message, failure.reproduction)))
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0][4] is None) == (factory_name == "arc_manager")
+
+
+def test_workers_are_one_where_the_cores_cannot_be_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kvoffload.conformance.checking import model_checker
+
+    monkeypatch.delattr(model_checker.os, "sched_getaffinity", raising=False)
+    assert model_checker.workers() == 1

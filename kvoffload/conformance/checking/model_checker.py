@@ -240,13 +240,22 @@ def _expand(start: int, stop: int) -> Run:
     return found, transitions, None
 
 
+def workers() -> int:
+    """The processes a level is expanded in: the cores this process may run on, where workers
+    can be forked with that count known (Linux); 1 elsewhere (macOS and Windows lack
+    ``os.sched_getaffinity``, and forking is unsafe or absent there)."""
+    if not hasattr(os, "sched_getaffinity") or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return len(os.sched_getaffinity(0))
+
+
 def _expand_level(frontier: list[tuple[Hashable, LockstepWorld[Op]]], parents: dict[Hashable, Any],
                   copy_of: Callable[..., LockstepWorld[Op]]) -> list[Run]:
     """A level's ``Run``s in search order: one in this process, or a few per core, expanded by forked
     workers each on its own copy of ``parents`` (a state two runs find is reported by both)."""
     global _LEVEL
     _LEVEL = (frontier, parents, copy_of)
-    jobs = len(os.sched_getaffinity(0))
+    jobs = workers()
     size = -(-len(frontier) // (4 * jobs))  # a few runs per worker: a slow run does not idle the rest
     try:
         if jobs < 2 or len(frontier) < PARALLEL_MIN:
