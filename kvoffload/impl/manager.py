@@ -379,7 +379,9 @@ class CPUOffloadingManager(OffloadingManager):
         """M5: pending blocks for the absent hashes, evicting atomically, or ``None``."""
         hashes, result = self._run("prepare_store", block_hashes)
         if result <= 0:  # REFUSED (M5.4), or nothing to store (M5.2)
-            return None if result == L.REFUSED else PrepareStoreOutput([], CPULoadStoreSpec.of_checked(np.empty(0, np.int64)), [])
+            if result == L.REFUSED:
+                return None
+            return PrepareStoreOutput([], CPULoadStoreSpec.of_checked(np.empty(0, np.int64)), [])
         victim_count = self._io.item(0)
         evicted: list[BlockHash] = self._objects[self._out_c[:victim_count]].tolist() if victim_count else []
         to_store = _pick(hashes, self._out_a, result)

@@ -222,7 +222,7 @@ class VllmManagerMachine(ManagerMachine):
         # Recency shows only in later victims: often store fresh keys into the cache at
         # once, so that the request's keys compete for eviction while the order is new.
         self._store_fresh_rounds(data, data.draw(st.integers(1 if self.positions else 0, 3), label="then store"),
-                         2, "fresh")
+                                 2, "fresh")
 
     @implements("K5")
     def _finish(self, access: RequestAccess) -> None:
