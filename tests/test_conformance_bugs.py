@@ -71,6 +71,16 @@ def test_C1_planted_bug_is_caught(name: str, kind: str, factory: Any, policy: st
     assert result.reproduction and result.message.startswith(result.clause or "")
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_M10_order_bug_caught_at_every_seed(seed: int) -> None:
+    """A manager whose prepare_load also touches the policy (M10) changes only the order,
+    which a victim shows long after, if ever within an example: each example ends with
+    the machine's probe (``ManagerMachine.teardown``: every block evicted in one call,
+    judged in order). Without it, seed 8 conformed at the default budget."""
+    result = run_conformance("manager", pb.PrepareLoadTouches, policy="lru", seed=seed, shrink=False)
+    assert not result.ok and result.clause == "M10", result.report()
+
+
 @pytest.mark.parametrize("name", SHRUNK)
 def test_C1_shrunk_report_reproduces(name: str) -> None:
     _, kind, factory, policy, strict, clauses = next(c for c in CAUGHT if c[0] == name)

@@ -4,12 +4,16 @@ Every call goes to the target and to the reference model through the judge
 (``ManagerJudge``): answers, raised exceptions, evictions and events must agree. Block
 ids are the target's own and never compared with the model's: I4 is checked on them
 instead. Default mode keeps the caller protocol (C1–C5); strict mode adds
-protocol-breaking and badly typed calls (M2, M3, M6, M7, M9). This module draws the
-calls and records them as a reproduction; the verdicts are the judge's.
+protocol-breaking and badly typed calls (M2, M3, M6, M7, M9). Every example that runs
+to its end closes with a probe (``teardown``: every block evicted in one judged call),
+so an order the target got wrong is seen even where no later victim showed it. This
+module draws the calls and records them as a reproduction; the verdicts are the judge's.
 """
 
 from __future__ import annotations
 
+import hashlib
+import sys
 from typing import Any
 
 from hypothesis import strategies as st
@@ -177,8 +181,10 @@ class ManagerMachine(ConformanceMachine):
         if pending:
             self._complete_store(data, pending)
 
-    def _prepare_store(self, items: list[bytes], data: st.DataObject) -> None:
-        step = self.call("prepare_store", items, self.draw_kind(data))
+    def _prepare_store(self, items: list[bytes], data: st.DataObject | None) -> None:
+        """M5 of ``items`` (as a drawn shape; a list without ``data``), then a sweep if it
+        refused or evicted."""
+        step = self.call("prepare_store", items, self.draw_kind(data) if data is not None else "list")
         self.exercised("M5")
         if step.model[1] is not None:
             return
@@ -275,6 +281,36 @@ class ManagerMachine(ConformanceMachine):
         shape = data.draw(st.sampled_from(("list", "tuple", "generator")), label="shape")
         self.call(method, items, shape)
         self.exercised("M9")
+
+    # -- the end of an example -------------------------------------------------------------
+    def teardown(self) -> None:
+        """The end of every example that ran to its end: the target's hidden order made
+        observable, as the model checker's ``probe`` does, so that a recency, ghost or
+        counter bug that has not yet changed a victim does not leave with its example.
+        Every load and store in flight is completed (C2, C3), the pool hashes not present
+        are touched (C4: a no-op but for ARC's ghosts, A3; a target still remembering one
+        reorders), then one store of ``capacity`` hashes outside the pool evicts every
+        block at once, its victims judged in order (L3, A4, F5, V5; P5 in ``any`` mode),
+        and the events are taken (M8, I5)."""
+        if sys.exc_info()[1] is not None or not hasattr(self, "judge"):
+            return  # a failing example keeps its own failure; one whose setup never ran has no state
+        while self.inflight:
+            self.call("complete_load", self.inflight.pop(), "list")
+        pending = self.pending()
+        if pending:
+            self.call("complete_store", pending, "list", success=True)
+        if self.absent():
+            self.call("touch", self.absent(), "list")
+        self._prepare_store(self.probe_keys(self.capacity), None)
+        self.take_events()
+        self.exercised("P5")
+
+    def probe_keys(self, count: int) -> list[bytes]:
+        """``count`` hashes outside the pool, no two alike in their first 8 bytes (I8 is
+        the pool's to exercise)."""
+        keys = (hashlib.blake2b(index.to_bytes(4, "big"), digest_size=32, person=b"kvo-probe").digest()
+                for index in range(count + len(self.pool)))
+        return [h for h in keys if h not in self.pool][:count]
 
     # -- invariants ----------------------------------------------------------------------
     @invariant()

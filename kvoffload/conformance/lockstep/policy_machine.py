@@ -5,15 +5,16 @@ never change them (P6). With an exact ``policy`` victims are compared in order w
 reference policy; with ``"any"`` they are checked against P5 and adopted. The target is
 observed only through its answers, but the machine knows the model's state and steers
 towards where order bugs show (full caches, pending and ghost touches, trimmed ghost
-lists: ``cycle``, ``ladder``, ``touch_ghost``). ``.ci/planted_policy_seeds.py`` checks
-that the planted policy bugs are caught at seeds 0-9.
+lists: ``cycle``, ``ladder``, ``touch_ghost``), and closes every example that runs to
+its end with a probe (``teardown``: every block idle, then all evicted in one call).
+``.ci/planted_seeds.py`` checks that the planted bugs are caught at seeds 0-9.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
+import sys
+from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
@@ -210,9 +211,10 @@ class PolicyMachine(ConformanceMachine):
         for _ in range(data.draw(st.integers(1, 3), label="repeats")):
             self._touch(data, items)
 
-    def _touch(self, data: st.DataObject, items: list[bytes]) -> None:
+    def _touch(self, data: st.DataObject | None, items: list[bytes]) -> None:
+        """P4 of ``items`` on both sides (as a drawn shape; a list without ``data``)."""
         self.step()
-        shape = data.draw(st.sampled_from(ARG_KINDS), label="shape")
+        shape = data.draw(st.sampled_from(ARG_KINDS), label="shape") if data is not None else "list"
         argument, source = make_argument(shape, items, self.log.name)
         if isinstance(argument, OneShot):
             self.log.add(f"a = {source}")
@@ -348,6 +350,22 @@ class PolicyMachine(ConformanceMachine):
         if n:
             self.sweep("P5", f"after evict({n}, ...)")
         return None if value is None else victims
+
+    def teardown(self) -> None:
+        """The end of every example that ran to its end: the target's hidden order made
+        observable, as the model checker's ``probe`` does. Every block is made ready and
+        idle, the pool hashes not present are touched (P4: ghosts move as the model says),
+        then one eviction takes every block, its victims judged in order (L3, A4, F5, V5;
+        P5 in ``any`` mode)."""
+        if sys.exc_info()[1] is not None or not hasattr(self, "blocks"):
+            return  # a failing example keeps its own failure; one whose setup never ran has no state
+        for h in self.present():
+            if self.blocks[h].ref_cnt != 0:
+                self._set_ref(h, 0)
+        if self.absent():
+            self._touch(None, self.absent())
+        if self.blocks:
+            self._evict(len(self.blocks), set())
 
     @precondition(lambda self: self.strict and bool(self.blocks))
     @rule(data=st.data())

@@ -156,6 +156,10 @@ class VllmManagerMachine(ManagerMachine):
         self.exercised("K1")
         self.judged(self.judge.key_sweep(answers, self.pool, clauses, why, var))
 
+    def probe_keys(self, count: int) -> list[bytes]:
+        """``ManagerMachine.probe_keys`` as ``OffloadKey``s of the first KV cache group (K5)."""
+        return [h[:28] + bytes(4) for h in super().probe_keys(count)]
+
     # -- K6: store misses are observed first ----------------------------------------------------
     def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> Any:
         if method == "prepare_store":
