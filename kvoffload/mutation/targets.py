@@ -7,10 +7,10 @@ mutant of ``policies/base.py`` is what the copied manager and policies run on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "REFERENCE_POLICIES", "mutant_key"]
+__all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "VLLM033_CPU", "REFERENCE_POLICIES", "mutant_key"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,9 @@ class Target:
     ``rewrites`` maps an import prefix of the original to the scratch package's.
     ``suites`` lists, per copied file, the runs that judge its mutants (cheapest first; the
     first violation kills). ``out_of_scope`` names functions the factory convention cannot
-    reach, with the reason; their mutants are counted but not run."""
+    reach, with the reason; their mutants are counted but not run. ``vllm_version``: the
+    vLLM release the originals must come from (a mutant's key names its line in that
+    release's file, so two releases never share a target)."""
 
     name: str
     source: str
@@ -61,6 +63,7 @@ class Target:
     suites: dict[str, tuple[Suite, ...]]
     needs_vllm: bool
     out_of_scope: dict[str, str] = field(default_factory=dict)
+    vllm_version: str = ""
 
 
 def _vllm_manager(mode: str, store_threshold: int = 1, max_tracker_size: int | None = None) -> Suite:
@@ -102,7 +105,13 @@ VLLM_CPU = Target(
         "policies/base.py:on_store_miss": _DEFAULTS,
         "policies/base.py:on_request_finished": _DEFAULTS,
     },
+    vllm_version="0.32",
 )
+
+#: vLLM 0.33's files of the same names (request-rank LRU, N9; ``on_request_access``), judged
+#: by the same suites through 0.33's interface: its python imports the 0.33 overlay
+#: (``.ci/vllm033_overlay.sh``: ``PYTHONPATH`` and ``VLLM_TARGET_DEVICE=cpu``).
+VLLM033_CPU = replace(VLLM_CPU, name="vllm033-cpu", vllm_version="0.33")
 
 _MODEL_ONLY = (
     "the model's own introspection and self-check (items, check_invariants): not part of the "
@@ -127,4 +136,4 @@ REFERENCE_POLICIES = Target(
     },
 )
 
-TARGETS: dict[str, Target] = {target.name: target for target in (VLLM_CPU, REFERENCE_POLICIES)}
+TARGETS: dict[str, Target] = {target.name: target for target in (VLLM_CPU, VLLM033_CPU, REFERENCE_POLICIES)}
