@@ -28,7 +28,7 @@ from .lockstep.strategies import ONE_SHOT_KINDS, OneShot, listed
 __all__ = [
     "EXACT_VICTIM_CLAUSE", "EventView", "JudgedManager", "ManagerJudge", "Outcome", "Step", "Verdict", "confusable",
     "event_blame", "exception_kind", "invoke", "judge_evict", "judge_gets", "judge_ref_counts", "judge_refusal",
-    "listed", "method_clause", "policy_call", "victim_blame",
+    "listed", "method_clause", "policy_call", "probe_calls", "victim_blame",
 ]
 
 #: Events as compared: (hashes, removed).
@@ -563,6 +563,24 @@ class ManagerJudge:
                                f"{self.name(h)} and {self.name(other[0])} are both present and share block {known[0]}",
                                f"{known[1]} != {other[1]}" if known[1] and other[1] else "")
         return None
+
+
+def probe_calls(model: ReferenceManager, inflight: Iterable[Sequence[bytes]], forgotten: Sequence[bytes],
+                fresh: Sequence[bytes]) -> list[tuple[str, tuple[bytes, ...], bool]]:
+    """The calls that make a target manager's hidden order observable, judged as any others
+    (the model checker's ``probe``, the machines' ``teardown``): ``(method, hashes, success)``.
+    Every load in flight completed (C2); every pending store completed (C3), in the model's
+    order reversed (most recent first: a manager touching on completion, an M10 bug, keeps
+    their order, so the probe lends M10's explanation no order of its own); a touch of the
+    ``forgotten`` hashes (in none of the model's lists, ghost lists included: a no-op for it,
+    C4, which reorders a target still remembering one); then one store of ``fresh`` hashes
+    (as many as the capacity) evicting every block at once: its victims are the whole
+    eviction order (L3, A4, F5, V5)."""
+    pending = tuple(h for h, block in reversed(model.blocks().items()) if block.ref_cnt == -1)
+    calls = [("complete_load", tuple(load), True) for load in inflight]
+    calls += [("complete_store", pending, True)] if pending else []
+    calls += [("touch", tuple(forgotten), True)] if forgotten else []
+    return [*calls, ("prepare_store", tuple(fresh), True)]
 
 
 # -- CachePolicy (P1–P6, L1–L3, A1–A6) -------------------------------------------------------------

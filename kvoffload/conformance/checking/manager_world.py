@@ -37,7 +37,7 @@ from typing import Any
 
 from ...spec import ReferenceCPUBackend, ReferenceManager
 from ...spec.types import BlockStatus
-from ..judge import ManagerJudge, method_clause
+from ..judge import ManagerJudge, method_clause, probe_calls
 from ..lockstep.strategies import OneShot, listed
 from .model_checker import LockstepWorld
 from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, twin_blocks
@@ -192,22 +192,13 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
             self.observe(method, success)
 
     def probe(self) -> None:
-        """``LockstepWorld.probe``: touch every alphabet hash the model does not hold, complete
-        every load and store in flight, then store ``capacity`` hashes never in the
-        alphabet (evicting every block in one call)."""
+        """``LockstepWorld.probe``: ``judge.probe_calls`` with the alphabet's forgotten hashes
+        and ``capacity`` hashes never in the alphabet."""
         self.observing = False
-        blocks = self.model.blocks()
-        if not blocks:
-            return
-        pending = tuple(h for h, b in blocks.items() if b.ref_cnt == -1)
-        forgotten = self.forgotten()
-        if forgotten:
-            self.apply(("touch", forgotten, True))
-        for load in list(dict.fromkeys(self.inflight)):
-            self.apply(("complete_load", load, True))
-        if pending:
-            self.apply(("complete_store", pending, True))
-        self.apply(("prepare_store", tuple(PROBE_HASHES[: self.capacity]), True))
+        if self.model.blocks():
+            for op in probe_calls(self.model, list(dict.fromkeys(self.inflight)), self.forgotten(),
+                                  PROBE_HASHES[: self.capacity]):
+                self.apply(op)
 
     # -- observations -------------------------------------------------------------------
     def observed(self) -> list[bytes]:

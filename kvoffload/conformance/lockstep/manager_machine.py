@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
-from ..judge import EXACT_VICTIM_CLAUSE, ManagerJudge, Step, exception_kind, method_clause
+from ..judge import EXACT_VICTIM_CLAUSE, ManagerJudge, Step, exception_kind, method_clause, probe_calls
 from .machine_base import ConformanceMachine
 from .strategies import ARG_KINDS, BAD_ELEMENTS, batches, hash_pools, make_argument
 
@@ -284,24 +284,19 @@ class ManagerMachine(ConformanceMachine):
 
     # -- the end of an example -------------------------------------------------------------
     def teardown(self) -> None:
-        """The end of every example that ran to its end: the target's hidden order made
-        observable, as the model checker's ``probe`` does, so that a recency, ghost or
-        counter bug that has not yet changed a victim does not leave with its example.
-        Every load and store in flight is completed (C2, C3), the pool hashes not present
-        are touched (C4: a no-op but for ARC's ghosts, A3; a target still remembering one
-        reorders), then one store of ``capacity`` hashes outside the pool evicts every
-        block at once, its victims judged in order (L3, A4, F5, V5; P5 in ``any`` mode),
-        and the events are taken (M8, I5)."""
+        """The end of every example that ran to its end: ``judge.probe_calls`` (the model
+        checker's probe), so that a recency, ghost or counter bug that has not yet changed
+        a victim does not leave with its example; then the events are taken (M8, I5)."""
         if sys.exc_info()[1] is not None or not hasattr(self, "judge"):
             return  # a failing example keeps its own failure; one whose setup never ran has no state
-        while self.inflight:
-            self.call("complete_load", self.inflight.pop(), "list")
-        pending = self.pending()
-        if pending:
-            self.call("complete_store", pending, "list", success=True)
-        if self.absent():
-            self.call("touch", self.absent(), "list")
-        self._prepare_store(self.probe_keys(self.capacity), None)
+        forgotten = [h for h in self.absent() if h not in self.ghosts()]
+        for method, hashes, success in probe_calls(self.model, self.inflight, forgotten,
+                                                   self.probe_keys(self.capacity)):
+            if method == "prepare_store":
+                self._prepare_store(list(hashes), None)
+            else:
+                self.call(method, list(hashes), "list", **({"success": success} if method == "complete_store" else {}))
+        self.inflight.clear()
         self.take_events()
         self.exercised("P5")
 
