@@ -29,6 +29,14 @@ KILLED_NOW = "not equivalent, killed by the current suite"
 _M = "vllm-cpu|manager.py|"
 _RL = "reference-policies|lru.py|"
 _VP = "vllm-cpu|policies/"
+_M33 = "vllm033-cpu|manager.py|"
+_VP33 = "vllm033-cpu|policies/"
+#: vLLM 0.33's LRU chooses between rebuilding its lazy heap and pushing the updated keys
+_REBUILD_OR_PUSH = (
+    "it only chooses between rebuilding the lazy heap from the evictable keys and pushing the updated keys "
+    "(and maybe compacting): both leave a heap in which every evictable key has an entry at its current rank "
+    "(stale entries are skipped by _is_current, a duplicate by selected_keys; equal entries are equal "
+    "(rank, key) pairs), so victims are the same; only time and memory differ")
 
 CLASSIFIED: dict[str, tuple[str, str]] = {
     _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
@@ -337,4 +345,42 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "inverts the choice between rebuilding the lazy heap and pushing the updated keys after a "
         "recency update: both leave a heap over the same evictable keys and ranks, so victims are "
         "the same; only time differs")),
+    # -- vLLM 0.33 (target vllm033-cpu; lines of 0.33's files) --------------------------------------
+    _M33 + "254:33|core/ReplaceComparisonOperator_Gt_NotEq#0": (UNREACHABLE, (
+        "complete_load's guard `ref_cnt != 0` for `> 0` also passes a pending chunk (ref_cnt -1, "
+        "then -2). Only a caller breach (C2: complete_load without a load in flight) shows it; the "
+        "default kill test makes none, and strict mode stops first at vLLM's known C5 finding (a "
+        "key listed twice in one prepare_store is stored twice: M5, K2), on the original as well")),
+    _M33 + "85:46|core/NumberReplacer#9": (UNREACHABLE, (
+        "the write-pending chunk counter starts at -1: it is only added to and read by get_stats' "
+        "write/read usage gauges (metrics, no clause); every answer is the same")),
+    _M33 + "95:48|core/NumberReplacer#15": (NOT_EQUIVALENT, (
+        "the offer tracker exists from store_threshold 1 (for >= 2): with admission off it still "
+        "records offers, and an offer of more keys than max_tracker_size, every tracked key in it, "
+        "leaves the keys it could not record unstored (M5.1). Needs threshold 1 with a tracker "
+        "smaller than an offer (the default tracker holds 64,000 keys); the suite judges trackers "
+        "at thresholds 2 to 4 only: a gap (not fixed)")),
+    _VP33 + "lru.py|95:66|core/ReplaceBinaryOperator_FloorDiv_Sub#0": (EQUIVALENT, (
+        "`len(self._evictable) - 4` for `// 4` in the rebuild threshold: " + _REBUILD_OR_PUSH)),
+    _VP33 + "lru.py|95:66|core/ReplaceBinaryOperator_FloorDiv_Mod#0": (EQUIVALENT, (
+        "`len(self._evictable) % 4` for `// 4` in the rebuild threshold (always 64): " + _REBUILD_OR_PUSH)),
+    _VP33 + "lru.py|95:34|core/ReplaceComparisonOperator_GtE_IsNot#0": (EQUIVALENT, (
+        "`is not` for `>=` in the rebuild test (it rebuilds almost always): " + _REBUILD_OR_PUSH)),
+    _VP33 + "lru.py|95:41|core/NumberReplacer#15": (EQUIVALENT, (
+        "rebuild threshold 63 for 64: " + _REBUILD_OR_PUSH)),
+    _VP33 + "lru.py|81:11|core/AddNot#2": (EQUIVALENT, (
+        "inverts when the lazy heap is compacted: compaction rebuilds it from the same evictable "
+        "keys and ranks (evict skips stale entries anyway), so victims are the same; only memory and "
+        "time differ")),
+    _VP33 + "lru.py|178:13|core/ReplaceComparisonOperator_Eq_Lt#2": (EQUIVALENT, (
+        "evict(0) no longer returns [] at once: it selects nothing (len(selected) < 0 never holds), "
+        "pushes back nothing, maybe compacts the heap, and returns [] all the same; a negative n "
+        "is never asked for")),
+    _VP33 + "arc.py|194:35|core/NumberReplacer#16": (EQUIVALENT, (
+        "the T1 fallback (T2 gave no candidate) lowers the virtual T1 size by 2 instead of 1: T2's "
+        "iterator is exhausted from then on, so every later victim comes from T1 whichever branch "
+        "the size picks; the victims are the same")),
+    _VP33 + "factory.py|64:23|core/ReplaceComparisonOperator_Is_IsNot#0": (UNREACHABLE, (
+        "inverts the module_path test for an unregistered policy name: the factory convention "
+        "only asks for the registered 'lru'/'arc', which return before this line")),
 }
