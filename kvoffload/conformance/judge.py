@@ -209,6 +209,9 @@ class ManagerJudge:
         #: N2 admission (vLLM targets built with ``store_threshold`` >= 2): the model stores
         #: only what it admits; it survives ``reset`` as vLLM's offer tracker does
         self.admission: ReferenceAdmission | None = None
+        #: N2 at ``store_threshold`` 1 given to a target built with a tracker (an admission run's
+        #: threshold-1 arm): admission is off, so a key left unstored breaks N2 as well as M5.1
+        self.threshold_one = False
         #: builds the model's policy instead of ``policy``'s reference one (N9: vLLM 0.33's
         #: request-rank LRU order), at every ``reset``
         self.make_policy: Callable[[int], CachePolicy] | None = None
@@ -390,6 +393,7 @@ class ManagerJudge:
         missing = [h for h in scope.to_store if h not in stored]
         if missing:
             admitted = "" if self.admission is None else " and admitted (N2)"
+            admitted = " (N2: store_threshold 1 admits every offer)" if self.threshold_one else admitted
             return Verdict(self.refine(("M5",) if not admitted else ("N2", "M5"), missing[0]),
                            f"prepare_store did not store {self.name(missing[0])}, which is absent{admitted} (M5.1); "
                            f"block_hashes_to_store is {listed(self.name, to_store)}",

@@ -53,6 +53,9 @@ LARGE_BATCH = 257
 #: N2: the thresholds judged besides the one given: vLLM's admission holds for every
 #: ``store_threshold`` >= 2, and its tracker behaves differently at 2 and above it
 ADMISSION_THRESHOLD_SPAN = 2
+#: N2: 1 in N examples of an admission run sets ``store_threshold`` 1 with the run's tracker
+#: size: admission is then off, and no key of an offer may stay unstored for the tracker
+THRESHOLD_ONE_ONE_IN = 4
 
 
 @implements("K5")
@@ -100,13 +103,19 @@ class VllmManagerMachine(ManagerMachine):
             self.judge.admission = ReferenceAdmission(self.threshold,
                                                       self.max_tracker_size or DEFAULT_MAX_TRACKER_SIZE)
             self.exercised("N2")
+        elif self.store_threshold >= 2:  # the threshold-1 arm (``draw_capacity``)
+            self.judge.threshold_one = True
+            self.exercised("N2")
 
     def draw_capacity(self, data: st.DataObject) -> int:
-        """Mostly the small capacities; now and then the large arm (``LARGE_CAPACITIES``)."""
+        """Mostly the small capacities; now and then the large arm (``LARGE_CAPACITIES``); in an
+        admission run, now and then threshold 1 (``THRESHOLD_ONE_ONE_IN``)."""
         # a seeded coin, not integers(1, N): hypothesis' small-range draws follow its
         # mutations of earlier examples, which left the arm out of whole runs
         arm = random.Random(data.draw(st.integers(0, 2**32 - 1), label="arm seed"))
         self.large = arm.randrange(LARGE_ONE_IN) == 0
+        if self.threshold >= 2 and arm.randrange(THRESHOLD_ONE_ONE_IN) == 0:
+            self.threshold = 1  # N2: admission off whatever the tracker's size (no draw: the seeds keep their calls)
         if self.large:
             capacity: int = data.draw(st.sampled_from(LARGE_CAPACITIES), label="num_blocks")
             return capacity
