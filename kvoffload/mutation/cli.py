@@ -51,7 +51,8 @@ def _finish(target_name: str, workdir: Path, header: str, report: Path | None, c
 @click.option("--sample", type=int, default=0, show_default=True, help="run N in-scope mutants drawn with --seed (0: all)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--workdir", type=click.Path(path_type=Path), default=None, help="default: .mutation/TARGET")
-@click.option("--python", "python", default=None, help=f"the python that runs the suites (vLLM targets: {DEFAULT_VLLM_PYTHON}, or $KVOFFLOAD_VLLM_PYTHON)")
+@click.option("--python", "python", default=None,
+              help=f"the python that runs the suites (vLLM targets: {DEFAULT_VLLM_PYTHON}, or $KVOFFLOAD_VLLM_PYTHON)")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per mutant")
 @click.option("--report", type=click.Path(path_type=Path), default=None, help="also write the markdown here")
 @click.option("--check", is_flag=True, help="exit 1 if a mutant survives that is not classified equivalent")
