@@ -5,6 +5,7 @@ ours conform; a bug planted in each place is caught with its clause."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -101,6 +102,24 @@ def test_N2_vllm_and_our_managers_conform_with_admission_on(factory: Any, policy
     result = check_manager(factory, policy=policy, **ADMISSION, **BUDGET)
     assert result.ok, result.report()
     assert {"N2", "K5", "K7"} <= set(result.clauses_exercised)
+
+
+def vllm_tracker_at_threshold_1(num_blocks: int, enable_events: bool = False, store_threshold: int = 1,
+                                max_tracker_size: int = 64_000) -> CPUOffloadingManager:
+    """Keeps an offer tracker at store_threshold 1 too (vLLM builds one from 2 only)."""
+    manager = CPUOffloadingManager(num_blocks, cache_policy="lru", enable_events=enable_events,
+                                   store_threshold=store_threshold, max_tracker_size=max_tracker_size)
+    if manager.counts is None:
+        manager.counts = OrderedDict()
+    return manager
+
+
+def test_N2_a_tracker_at_threshold_one_is_caught() -> None:
+    """An admission run also gives threshold 1 with its tracker size: admission is off then,
+    so an offer longer than the tracker must still store every absent key (N2, M5.1)."""
+    result = check_manager(vllm_tracker_at_threshold_1, policy="lru", shrink=False, **ADMISSION)
+    assert not result.ok and "N2" in result.clauses[:2] and "M5" in result.clauses, result.report()
+    assert "store_threshold 1 admits every offer" in result.message
 
 
 @pytest.mark.parametrize("factory", [vllm_threshold_3, vllm_no_admission])
