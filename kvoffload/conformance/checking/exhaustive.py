@@ -31,10 +31,13 @@ import click
 from .manager_world import ManagerWorld, manager_alphabet_text
 from .policy_world import PolicyWorld, policy_alphabet_text
 from ..loading import FactoryLoadError, builtin_source, load_factory
-from .model_checker import Exploration, explore
+from ..lockstep.machine_base import TargetSetupError
+from ..runner import target_modes
+from .model_checker import Exploration, LockstepWorld, explore
 from .policy_state import ghost_capacity
 from ...spec import POLICIES
 from .symmetry import DISTINGUISHED, hash_alphabet
+from .vllm_world import VLLM_CALLS_TEXT, VllmManagerWorld, VllmPolicyWorld
 
 #: ``--distinguished``'s default: 0, every hash interchangeable, so that the literal ARC capacity-3
 #: command completes (with the prefix hash the space outgrows minutes: README, "Model checking").
@@ -42,6 +45,11 @@ DEFAULT_DISTINGUISHED = 0
 #: The exact policies the checker explores (``--policy``), and the groups it accepts.
 POLICY_NAMES = tuple(POLICIES)
 POLICY_GROUPS = {"both": ("lru", "arc"), "all": POLICY_NAMES}
+#: The world of each (kind, interface): the contract's calls, or vLLM's through its adapter (K2).
+WORLDS: dict[tuple[str, str], Callable[..., LockstepWorld[Any]]] = {
+    ("manager", "contract"): ManagerWorld, ("manager", "vllm"): VllmManagerWorld,
+    ("policy", "contract"): PolicyWorld, ("policy", "vllm"): VllmPolicyWorld,
+}
 
 __all__ = ["check_exhaustive", "ExhaustiveRun", "run_exhaustive", "resolve_target", "saturating_alphabet"]
 
@@ -122,8 +130,10 @@ def run_exhaustive(
     progress: Callable[[str], None] | None = None,
     snapshots: bool = True,
     idle: bool = False,
+    interface: str = "contract",
 ) -> ExhaustiveRun:
-    """Explore the reachable states of one capacity and policy (to ``depth`` if given)."""
+    """Explore the reachable states of one capacity and policy (to ``depth`` if given);
+    ``interface="vllm"``: a target written against vLLM's interfaces (``vllm_world``)."""
     if hashes is None:
         hashes = saturating_alphabet(kind, policy, capacity, max(touch_max, store_max, 1), distinguished)
     alphabet = hash_alphabet(hashes, min(distinguished, hashes))
@@ -131,14 +141,15 @@ def run_exhaustive(
     if kind == "manager":
         construct = f"{source}(num_blocks={capacity}, enable_events=True)"
         build = functools.partial(factory, num_blocks=capacity, enable_events=True)
-        make = functools.partial(ManagerWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
-                                 store_max=store_max, max_pins=max_pins, distinguished=distinguished)
+        make = functools.partial(WORLDS[kind, interface], build, capacity, policy, alphabet, touch_max, construct,
+                                 imports, store_max=store_max, max_pins=max_pins, distinguished=distinguished)
         text = manager_alphabet_text(hashes, touch_max, store_max, max_pins, distinguished)
+        text += VLLM_CALLS_TEXT if interface == "vllm" else ""
     elif kind == "policy":
         construct = f"{source}(cache_capacity={capacity})"
         build = functools.partial(factory, cache_capacity=capacity)
-        make = functools.partial(PolicyWorld, build, capacity, policy, alphabet, touch_max, construct, imports,
-                                 distinguished=distinguished, idle=idle)
+        make = functools.partial(WORLDS[kind, interface], build, capacity, policy, alphabet, touch_max, construct,
+                                 imports, distinguished=distinguished, idle=idle)
         text = policy_alphabet_text(hashes, touch_max, capacity, idle, distinguished)
     else:
         raise ValueError(f"kind={kind!r} is not 'manager' or 'policy'")
@@ -167,11 +178,14 @@ def run_exhaustive(
                    "0: every hash interchangeable (they still share their first 16 bytes), a smaller space.")
 @click.option("--idle-only", is_flag=True,
               help="With --policies-only: every block idle (ref_cnt 0), nothing protected (a smaller space).")
+@click.option("--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto",
+              help="vllm: the target is written against vLLM 0.32/0.33's OffloadingManager or CachePolicy "
+                   "(driven through its adapter: K1, K2, K6, K8); auto: detected from its signatures.")
 @click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,
                      hashes: int | None, touch_max: int, store_max: int, max_pins: int, distinguished: int,
-                     idle_only: bool, replay: bool, quiet: bool) -> None:
+                     idle_only: bool, interface: str, replay: bool, quiet: bool) -> None:
     """Prove every reachable state conforms (or every state within --depth calls).
 
     Exit status 0: all conform; 1: a violation (clause and shortest call sequence
@@ -192,14 +206,16 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
     for name in policies:
         try:
             factory, source, imports = resolve_target(target, kind, name)
-        except FactoryLoadError as error:
+            speaks = target_modes(kind, factory, target, name, interface)[0]
+        except (FactoryLoadError, TargetSetupError) as error:
             raise click.UsageError(str(error)) from None
         for cap in range(1, capacity + 1):
             try:
                 run = run_exhaustive(factory, kind=kind, policy=name, capacity=cap, depth=depth, hashes=hashes,
                                      touch_max=touch_max, store_max=store_max, max_pins=max_pins,
                                      distinguished=distinguished, source=source,
-                                     imports=imports, progress=progress, snapshots=not replay, idle=idle_only)
+                                     imports=imports, progress=progress, snapshots=not replay, idle=idle_only,
+                                     interface=speaks)
             except TypeError as error:  # the factory does not take the suite's keywords
                 click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
                 raise SystemExit(2) from None
@@ -210,7 +226,8 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
     scope = "every reachable state" if all(r.result.complete for r in runs) else f"every state within {depth} calls"
     click.echo(f"alphabet: {runs[-1].alphabet()}")
     click.echo(
-        f"{target} conforms ({'policies' if policies_only else 'managers'}, policy={policy}, capacities 1..{capacity}, {scope}): "
+        f"{target} conforms ({'policies' if policies_only else 'managers'}, interface={speaks}, policy={policy}, "
+        f"capacities 1..{capacity}, {scope}): "
         f"{sum(r.result.states for r in runs)} states, {sum(r.result.transitions for r in runs)} transitions, "
         f"diameter {max(r.result.diameter for r in runs)}, {time.perf_counter() - started:.1f} s"
     )

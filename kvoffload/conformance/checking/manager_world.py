@@ -37,7 +37,7 @@ from typing import Any
 
 from ...spec import ReferenceCPUBackend, ReferenceManager
 from ...spec.types import BlockStatus
-from ..judge import ManagerJudge, method_clause, probe_calls
+from ..judge import ManagerJudge, Verdict, method_clause, probe_calls
 from ..lockstep.strategies import OneShot, listed
 from .model_checker import LockstepWorld
 from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, twin_blocks
@@ -109,6 +109,7 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
     ``ManagerJudge``."""
 
     var = "m"
+    probe_hashes = PROBE_HASHES  # ``probe``'s fresh hashes (vLLM targets: ``OffloadKey`` s)
 
     def __init__(self, *args: Any, store_max: int = 2, max_pins: int = 1, **common: Any) -> None:
         """``LockstepWorld``'s arguments, the longest store and the most loads on a block in flight."""
@@ -197,7 +198,7 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         self.observing = False
         if self.model.blocks():
             for op in probe_calls(self.model, list(dict.fromkeys(self.inflight)), self.forgotten(),
-                                  PROBE_HASHES[: self.capacity]):
+                                  self.probe_hashes[: self.capacity]):
                 self.apply(op)
 
     # -- observations -------------------------------------------------------------------
@@ -215,5 +216,9 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         clause = "I7" if refused else method_clause(method, success)
         hashes = self.observed()
         why = f"after {method}"
-        self.judged(self.judge.sweep(self.target, hashes, (clause,), why)
+        self.judged(self.sweep(hashes, clause, why)
                     or self.judge.prefix_lookups(self.target, (hashes, hashes[::-1]), clause, why))
+
+    def sweep(self, hashes: list[bytes], clause: str, why: str) -> Verdict | None:
+        """M1 on ``lookup([h])`` of each observed hash (``ManagerJudge.sweep``)."""
+        return self.judge.sweep(self.target, hashes, (clause,), why)

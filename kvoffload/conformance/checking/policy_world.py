@@ -73,7 +73,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
 
     var = "p"
 
-    needs = ("from kvoffload.spec import BlockStatus",)  # its blocks
+    needs: tuple[str, ...] = ("from kvoffload.spec import BlockStatus",)  # its blocks
 
     def __init__(self, *args: Any, idle: bool = False, **common: Any) -> None:
         """``LockstepWorld``'s arguments, and ``idle``."""

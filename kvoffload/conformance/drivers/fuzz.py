@@ -25,7 +25,7 @@ from ...spec import POLICIES
 from ..loading import builtin_source, load_factory
 from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
 from ..reports.result import ConformanceResult
-from ..runner import check_builds, conformance_settings, machine_for, run_machine
+from ..runner import conformance_settings, machine_for, run_machine, target_modes
 
 __all__ = ["DEFAULT_DATABASE", "FuzzRound", "FuzzOutcome", "plan_rounds", "fuzz_machines", "fuzz_handler", "fuzz"]
 
@@ -112,20 +112,23 @@ def fuzz_machines(
     seed: int | None = None,
     progress: Any = None,
     budget: tuple[int, int] | None = None,
+    interface: str = "auto",
 ) -> FuzzOutcome:
     """Run the suite's machine for ``kind`` round after round until ``seconds`` pass or a
-    violation is found. Raises ``TargetSetupError`` if a factory cannot build its target."""
-    for fuzz_round in rounds:
-        check_builds(kind, fuzz_round.factory, fuzz_round.source)
+    violation is found. Raises ``TargetSetupError`` if a factory cannot build its target.
+    ``interface``: as ``conform``'s, detected per round's target by default (K1, N9)."""
+    modes = [target_modes(kind, r.factory, r.source, r.policy, interface) for r in rounds]
     settings = conformance_settings(*(budget or ROUND_BUDGET[kind]), database=database)
     stats = RunStats()
     outcome = FuzzOutcome(kind)
     seeds = random.Random(seed) if seed is not None else None
 
     def run_round() -> str:
-        fuzz_round = rounds[(outcome.rounds - 1) % len(rounds)]
+        index = (outcome.rounds - 1) % len(rounds)
+        fuzz_round, (speaks, lru_order) = rounds[index], modes[index]
         reference = FactoryRef.of(fuzz_round.factory, fuzz_round.source)
-        machine = machine_for(kind, reference, fuzz_round.policy, fuzz_round.strict, stats)
+        machine = machine_for(kind, reference, fuzz_round.policy, fuzz_round.strict, stats, speaks,
+                              lru_order=lru_order)
         result = ConformanceResult(
             target=fuzz_round.source, kind=kind, policy=fuzz_round.policy if kind != "backend" else "-",
             strict=fuzz_round.strict, ok=True, seed=seed if seed is not None else -1,
@@ -190,9 +193,11 @@ def _database(path: str) -> ExampleDatabase:
               help="Example database directory (failures are replayed first next time).")
 @click.option("--seed", type=int, default=None,
               help="Seed the rounds (default: random). Hypothesis neither reads nor writes the database when seeded.")
+@click.option("--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
+              help="vllm: a manager or policy written against vLLM 0.32/0.33's interfaces (K1-K8); auto: detected.")
 @click.option("--quiet", is_flag=True, help="No progress line.")
 def fuzz(kind: str, target: str, policy: str | None, strict: bool, minutes: float, database: str,
-         seed: int | None, quiet: bool) -> None:
+         seed: int | None, interface: str, quiet: bool) -> None:
     """Fuzz a component in lockstep with the reference model for a time budget.
 
     Exit 0: nothing found; 1: a violation, with its shrunk reproduction (make it a
@@ -213,7 +218,7 @@ def fuzz(kind: str, target: str, policy: str | None, strict: bool, minutes: floa
                 raise click.UsageError("--policy does not apply to backend")
             rounds = plan_rounds(kind, target, policy, strict)
             outcome = fuzz_machines(kind, rounds, seconds=seconds, database=_database(database), seed=seed,
-                                    progress=progress)
+                                    progress=progress, interface=interface)
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None

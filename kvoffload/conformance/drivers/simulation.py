@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -23,9 +23,12 @@ import click
 
 from ..judge import JudgedManager, Verdict
 from ..reports.result import CallLog
-from ...spec import POLICIES, CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager
+from ...spec import POLICIES, CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager, PrepareStoreOutput
 from ...spec.clauses import implements
 from ..loading import builtin_source, load_factory
+from ..lockstep.machine_base import TargetSetupError
+from ..lockstep.vllm.adapter import VllmManagerView
+from ..runner import target_modes
 
 __all__ = ["SimulationConfig", "SimulationReport", "FaultyHandler", "run_simulation", "manager_factory", "simulate"]
 
@@ -325,9 +328,29 @@ def run_simulation(
     return run.report
 
 
-def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManager]:
-    """``impl``, ``reference`` or ``MODULE:FACTORY`` (``f(num_blocks=, enable_events=)``)."""
+class _VllmCPUManager(VllmManagerView):
+    """A vLLM-interface manager as the simulation drives it (K2): its ``CPULoadStoreSpec``
+    (vLLM 0.32/0.33's has no ``medium()``) handed to the copy handlers as the contract's,
+    with the same block ids."""
+
+    def prepare_load(self, block_hashes: Iterable[bytes], ctx: Any = None) -> CPULoadStoreSpec:
+        return CPULoadStoreSpec(super().prepare_load(block_hashes, ctx).block_ids)
+
+    def prepare_store(self, block_hashes: Iterable[bytes], ctx: Any = None) -> PrepareStoreOutput | None:
+        out = super().prepare_store(block_hashes, ctx)
+        if out is None:
+            return None
+        spec: Any = out.store_spec  # vLLM's: ``block_ids`` without ``medium()``
+        return PrepareStoreOutput(out.block_hashes_to_store, CPULoadStoreSpec(spec.block_ids), out.block_hashes_evicted)
+
+
+def manager_factory(target: str, policy: str, interface: str = "auto") -> Callable[[int], OffloadingManager]:
+    """``impl``, ``reference`` or ``MODULE:FACTORY`` (``f(num_blocks=, enable_events=)``); a
+    manager written against vLLM's interface (``interface``, detected by default: K1) is
+    driven through ``as_contract_manager`` (K2), as ``conform`` does."""
     factory = load_factory(builtin_source("manager", target, policy))
+    if target_modes("manager", factory, target, policy, interface)[0] == "vllm":
+        return lambda capacity: _VllmCPUManager(factory(num_blocks=capacity, enable_events=True))  # type: ignore[return-value]
     return lambda capacity: factory(num_blocks=capacity, enable_events=True)
 
 
@@ -343,13 +366,19 @@ def manager_factory(target: str, policy: str) -> Callable[[int], OffloadingManag
 @click.option("--capacity", type=click.IntRange(min=1), default=8, show_default=True, help="Offloaded blocks.")
 @click.option("--factor", type=click.IntRange(min=1), default=2, show_default=True,
               help="GPU blocks per offloaded block (H3).")
-def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, capacity: int, factor: int) -> None:
+@click.option("--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
+              help="vllm: a manager written against vLLM 0.32/0.33's OffloadingManager (K1, K2); auto: detected.")
+def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, capacity: int, factor: int,
+             interface: str) -> None:
     """End to end (E1, E2): scheduler + worker on CPU tensors, with injected faults.
 
     Exit 0: no corrupt load, no leaked block, every manager call conforms (lockstep
     with the model); 1: otherwise; 2: bad arguments.
     """
-    make = manager_factory(target, policy)
+    try:
+        make = manager_factory(target, policy, interface)
+    except TargetSetupError as error:
+        raise click.UsageError(str(error)) from None
     build_handlers = load_factory(builtin_source("handler", handlers))
     config = SimulationConfig(requests=requests, seed=seed, capacity=capacity, factor=factor,
                               gpu_blocks=max(48, 2 * 6 * factor + 8),

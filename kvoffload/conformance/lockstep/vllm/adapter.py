@@ -22,7 +22,7 @@ from ....spec.clauses import implements
 from ....spec.types import OffloadingEvent, PrepareStoreOutput
 from .detect import parameters, require_vllm
 
-__all__ = ["VllmManagerView", "VllmPolicyView", "LOOKUP_ANSWERS", "DOCUMENTED_ERRORS"]
+__all__ = ["VllmManagerView", "VllmPolicyView", "LOOKUP_ANSWERS", "DOCUMENTED_ERRORS", "through_adapter"]
 
 #: The names of vLLM's ``LookupResult`` members (K1).
 LOOKUP_ANSWERS = ("HIT", "HIT_PENDING", "MISS", "RETRY")
@@ -30,6 +30,16 @@ LOOKUP_ANSWERS = ("HIT", "HIT_PENDING", "MISS", "RETRY")
 DOCUMENTED_ERRORS: tuple[type[Exception], ...] = (AssertionError, KeyError, ValueError)
 
 T = TypeVar("T")
+#: Clauses of the batch interface whose failure, on a vLLM target, also implicates the
+#: translation of K2 (listed after the broken clause).
+BATCH_CLAUSES = frozenset({"M0", "M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8"})
+
+
+def through_adapter(clauses: tuple[str, ...]) -> tuple[str, ...]:
+    """``clauses`` of a failure seen through ``VllmManagerView``: K2 added after a batch clause."""
+    if clauses and clauses[0] in BATCH_CLAUSES and "K2" not in clauses:
+        return (*clauses, "K2")
+    return clauses
 
 
 @implements("K3")

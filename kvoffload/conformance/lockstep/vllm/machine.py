@@ -29,15 +29,10 @@ from ....spec.keyed import RequestAccess, arc_request_finished, group_index, req
 from ...judge import invoke
 from ..machine_base import TargetSetupError
 from ..manager_machine import ManagerMachine
-from .adapter import VllmManagerView
+from .adapter import through_adapter, VllmManagerView
 from .detect import parameters
 
 __all__ = ["VllmManagerMachine"]
-
-#: Clauses of the batch interface whose failure, on a vLLM target, also implicates the
-#: translation of K2 (listed after the broken clause).
-BATCH_CLAUSES = {"M0", "M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8"}
-
 
 #: How often (1 in N) a request is interrupted by ``reset_cache`` (K7) and continues after it.
 RESET_INSIDE_ONE_IN = 4
@@ -142,8 +137,7 @@ class VllmManagerMachine(ManagerMachine):
         return VllmManagerView(raw)
 
     def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
-        if ids and ids[0] in BATCH_CLAUSES and "K2" not in ids:
-            ids = (*ids, "K2")
+        ids = through_adapter(ids)
         if ids and ids[0] in ("L3", "A4", "M10"):
             # exact victims also depend on the per-key interface's recency rules
             ids = (ids[0], *(["K5"] if self.finished_requests else []), *(["K7"] if self.resets_inside else []),
@@ -184,10 +178,7 @@ class VllmManagerMachine(ManagerMachine):
                 self.ghost_store_misses += len(set(fresh) & set(self.ghosts()))
                 if self.ghost_store_misses:  # p moved (K6): the judge's M10 replay cannot model it
                     self.judge.calls = None
-                # K6: vLLM's prepare_store hands its new store misses to the policy
-                # (``on_store_miss``, by default a touch: ARC's ghosts move p, A3) first.
-                self.model.policy.touch([BlockHash(h) for h in fresh])
-                self.judge.record("touch", list(fresh))
+                self.judge.store_misses(fresh)
                 self.exercised("K6")
         self.before_call(method, items)
         return super().call(method, items, shape, **keywords)
