@@ -49,7 +49,7 @@ WRONG_VICTIM: dict[str, tuple[tuple[str, ...], str]] = {
 #: The clause that fixes the victims exactly, by policy.
 EXACT_VICTIM_CLAUSE = {policy: clauses[0] for policy, (clauses, _) in WRONG_VICTIM.items()}
 METHOD_CLAUSE = {"lookup": "M1", "prepare_load": "M2", "complete_load": "M3", "touch": "M4",
-                 "prepare_store": "M5", "complete_store": "M6", "take_events": "M8"}
+                 "prepare_store": "M5", "complete_store": "M6", "take_events": "M8", "reset_cache": "K7"}
 
 #: A block's state, by what K1's ``lookup(key, ctx)`` answers for it (``expected_lookup``).
 STATE = {"MISS": "absent", "HIT_PENDING": "pending", "HIT": "ready"}

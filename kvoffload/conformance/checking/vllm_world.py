@@ -13,10 +13,13 @@ own, K2; a policy told of ``ref_cnt`` transitions, K8). What changes for a manag
 - before each ``prepare_store`` the model is told of the call's absent keys, as vLLM's
   manager reports its store misses to its policy first (K6: an ARC ghost among them moves
   ``p``).
+- where the target has ``reset_cache``, every state has one more call: it, then
+  (0.33) ``on_reset_flushed``; the model starts afresh, the loads and stores in flight are
+  never completed (K7's fence), and no event announces the drop (K7).
 
 Not explored here (``kvoffload conform`` covers them): requests spanning calls and their
-``on_request_finished`` (K5), key positions, ``reset_cache`` (K7), admission (N2) and a
-second KV-cache group. With every call an unpositioned request of its own, N9's request
+``on_request_finished`` (K5), key positions, a ``reset_cache`` inside a request (K7),
+admission (N2) and a second KV-cache group. With every call an unpositioned request of its own, N9's request
 ranks (vLLM 0.33's ``LRUCachePolicy``) order keys as L1's recency does, so LRU targets of
 either order are judged by L1 (the checker proved vLLM 0.33's own LRU manager so, 1..3).
 """
@@ -36,10 +39,12 @@ __all__ = ["GROUP_0", "VLLM_CALLS_TEXT", "VllmManagerWorld", "VllmPolicyWorld", 
 
 #: vLLM's ``make_offload_key(block_hash, 0)`` suffix: the KV-cache group index, 4 bytes big-endian.
 GROUP_0 = bytes(4)
+#: K7's call (``ManagerOp``: method, hashes, success).
+RESET: ManagerOp = ("reset_cache", (), True)
 #: What the alphabet's text adds for a vLLM-interface manager (``exhaustive``).
 VLLM_CALLS_TEXT = ("; through vLLM's interface (K2): hashes are OffloadKeys of KV-cache group 0, each call a request "
                    "of its own, lookups per key (lookup(key, ctx): HIT/HIT_PENDING/MISS, K1), a store's misses told "
-                   "to the policy first (K6)")
+                   "to the policy first (K6), reset_cache where the target has it (K7)")
 
 
 def offload_keys(hashes: Sequence[bytes]) -> list[bytes]:
@@ -59,11 +64,36 @@ class VllmManagerWorld(ManagerWorld):
         super().__init__(lambda: as_contract_manager(build()), capacity, policy, offload_keys(hashes), touch_max,
                          f"as_contract_manager({construct})", imports, **rest)
 
+    def enabled(self) -> list[ManagerOp]:
+        resets = [RESET] if callable(getattr(self.target.manager, "reset_cache", None)) else []
+        return [*super().enabled(), *resets]
+
     def apply(self, op: ManagerOp) -> None:
         method, hashes, _ = op
+        if method == "reset_cache":
+            self._reset()
+            return
         if method == "prepare_store":  # K6: the store misses reach the policy before the store
             self.judge.store_misses([h for h in dict.fromkeys(hashes) if self.judge.ref(h) is None])
         super().apply(op)
+
+    def _reset(self) -> None:
+        """K7: ``reset_cache`` (the events of every earlier call were taken after it)."""
+        self.history.append(RESET)
+        _, error = invoke(self.target.reset_cache)
+        if error is not None:
+            self.judged(Verdict(("K7",), f"reset_cache raised {error!r}"))
+        self.judge.reset()
+        self.inflight.clear()  # K7's fence: a job begun before the reset is never completed
+        self.last = ("reset_cache", True)
+        self.judged(self.judge.events(self.target) or self.judge.aliasing())
+        if self.observing and not self.exact:
+            self.observe("reset_cache", True)
+
+    def render(self, index: int, name: Callable[[object], str]) -> str:
+        if self.history[index] == RESET:
+            return "m.reset_cache(); events = list(m.take_events())"
+        return super().render(index, name)
 
     def judged(self, verdict: Verdict | None) -> None:
         """A verdict as the lockstep suite's vLLM mode names it: K2 after a batch clause."""
