@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "VLLM033_CPU", "REFERENCE_POLICIES", "mutant_key"]
+__all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "VLLM033_CPU", "VLLM_CPU_MC", "VLLM033_CPU_MC", "REFERENCE_POLICIES",
+           "mutant_key"]
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,14 @@ class Suite:
     #: N2: >= 2 builds the manager with vLLM's store admission and judges it (``--store-threshold``)
     store_threshold: int = 1
     max_tracker_size: int | None = None
+    #: > 0: the model checker instead (``check-exhaustive``, every reachable state of capacities 1..N)
+    capacity: int = 0
 
     @property
     def label(self) -> str:
+        if self.capacity:
+            scope = "--policies-only " if self.kind == "policy" else ""
+            return f"check-exhaustive {scope}--capacity {self.capacity} --policy {self.mode} ({self.module}:{self.attribute})"
         admission = ""
         if self.store_threshold >= 2:
             admission = f" --store-threshold {self.store_threshold}" + (
@@ -64,6 +70,8 @@ class Target:
     needs_vllm: bool
     out_of_scope: dict[str, str] = field(default_factory=dict)
     vllm_version: str = ""
+    #: the target whose hand classifications (``classified``) apply: the same originals judged otherwise
+    classified_as: str = ""
 
 
 def _vllm_manager(mode: str, store_threshold: int = 1, max_tracker_size: int | None = None) -> Suite:
@@ -136,4 +144,23 @@ REFERENCE_POLICIES = Target(
     },
 )
 
-TARGETS: dict[str, Target] = {target.name: target for target in (VLLM_CPU, VLLM033_CPU, REFERENCE_POLICIES)}
+
+def _checked(suite: Suite) -> Suite:
+    """``suite``'s target and policy judged by the model checker: LRU to capacity 3, ARC to 2
+    (where vLLM's ARC manager takes ~80 s), every reachable state (issue 15)."""
+    return replace(suite, capacity=3 if suite.mode == "lru" else 2)
+
+
+def _model_checked(target: Target) -> Target:
+    """``target``'s mutants judged by ``check-exhaustive`` instead of the lockstep suite: its
+    suites without admission (N2 is not in the checker's calls), the same classifications."""
+    suites = {file: tuple(_checked(s) for s in runs if s.store_threshold < 2) for file, runs in target.suites.items()}
+    return replace(target, name=f"{target.name}-mc", suites=suites, classified_as=target.name)
+
+
+#: vLLM's files judged by the model checker (``check-exhaustive`` through vLLM's interface, K1, K2, K6, K7, K8)
+VLLM_CPU_MC = _model_checked(VLLM_CPU)
+VLLM033_CPU_MC = _model_checked(VLLM033_CPU)
+
+TARGETS: dict[str, Target] = {target.name: target for target in (VLLM_CPU, VLLM033_CPU, VLLM_CPU_MC, VLLM033_CPU_MC,
+                                                                  REFERENCE_POLICIES)}

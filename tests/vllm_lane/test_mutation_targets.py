@@ -1,17 +1,20 @@
 """The mutation targets of vLLM's files name the release they mutate (``vllm-cpu``: 0.32,
 ``vllm033-cpu``: 0.33): a mutant's key is its line in that release's file, so the
-originals must come from it. Run in this lane under 0.32 and again under the 0.33 overlay."""
+originals must come from it. Run in this lane under 0.32 and again under the 0.33 overlay.
+Their ``-mc`` twins judge the same mutants with the model checker (``check-exhaustive``)."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 
 vllm = pytest.importorskip("vllm")
 
-from kvoffload.mutation.scratch import source_dir  # noqa: E402
-from kvoffload.mutation.targets import VLLM033_CPU, VLLM_CPU  # noqa: E402
+from kvoffload.mutation.judge import judge  # noqa: E402
+from kvoffload.mutation.scratch import build_scratch, source_dir  # noqa: E402
+from kvoffload.mutation.targets import VLLM033_CPU, VLLM033_CPU_MC, VLLM_CPU, VLLM_CPU_MC  # noqa: E402
 
 RUNNING = "0.33" if vllm.__version__.startswith("0.33.") else "0.32"
 
@@ -28,3 +31,34 @@ def test_the_target_of_the_other_release_is_refused_with_the_way_to_run_it() -> 
     with pytest.raises(ValueError, match=f"mutates vLLM {other.vllm_version}'s files, but .* imports vLLM {RUNNING}"):
         source_dir(other, sys.executable)
 
+
+
+def _forget(package: str) -> None:
+    for name in [m for m in sys.modules if m.startswith(package)]:
+        del sys.modules[name]
+
+
+def test_the_model_checker_target_kills_a_mutant_of_the_running_release(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM's ``LRUCachePolicy.touch`` without its ``reversed`` (the last key ends up most
+    recent, P4 wants the first): the original passes ``check-exhaustive`` of the policy and
+    of the manager, the mutant is refuted by the first."""
+    target = VLLM033_CPU_MC if RUNNING == "0.33" else VLLM_CPU_MC
+    assert all(suite.capacity and suite.store_threshold < 2 for runs in target.suites.values() for suite in runs)
+    root = build_scratch(target, source_dir(target, sys.executable), tmp_path)
+    lru = root / target.package / "policies" / "lru.py"
+    original, mutated = "self._update_recency(reversed(list(keys)))", "self._update_recency(list(keys))"
+    text = lru.read_text(encoding="utf-8")
+    assert text.count(original) == 1
+    sys.path.insert(0, str(root))
+    try:
+        assert judge(target.name, "policies/lru.py") == 0
+        _forget(target.package)
+        lru.write_text(text.replace(original, mutated), encoding="utf-8")
+        assert judge(target.name, "policies/lru.py") == 1
+    finally:
+        sys.path.remove(str(root))
+        _forget(target.package)
+    said = capsys.readouterr().out
+    assert said.count("conforms check-exhaustive") == 2, said
+    assert "VIOLATES L" in said.split("conforms")[-1] and "--policies-only --capacity 3 --policy lru" in said, said
