@@ -126,7 +126,8 @@ def _position(mutation: Any) -> tuple[int, int, str, int]:
 def _start_server(target: Target, python: str, scratch: Path, socket_path: Path, log: Path) -> subprocess.Popen[bytes]:
     preload = ["kvoffload.conformance.runner"]
     if target.needs_vllm:
-        preload += ["vllm.v1.kv_offload.cpu.manager", "kvoffload.conformance.lockstep.vllm.machines"]
+        preload += ["vllm.v1.kv_offload.cpu.manager", "kvoffload.conformance.lockstep.vllm.machines",
+                    "kvoffload.conformance.checking.exhaustive"]
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")]))
     command = [python, "-m", "kvoffload.mutation.forkserver", str(socket_path), target.name, "--scratch", str(scratch)]
     for module in preload:
