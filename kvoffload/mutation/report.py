@@ -48,8 +48,10 @@ def _key(target: Target, file: str, mutation: Any) -> str:
 
 
 def _classify(target: Target, copy: Path, key: str, mutation: Any) -> tuple[str, str]:
-    if target.classified_as:  # the same originals: the classification of their mutants applies
-        key = key.replace(f"{target.name}|", f"{target.classified_as}|", 1)
+    if target.classified_as:  # the same originals: what a mutant is (not what killed it) carries over
+        verdict = CLASSIFIED.get(key.replace(f"{target.name}|", f"{target.classified_as}|", 1))
+        if verdict is not None and verdict[0] in (EQUIVALENT, UNREACHABLE):
+            return verdict
     if key in CLASSIFIED:
         return CLASSIFIED[key]
     if in_unevaluated_annotation(copy, mutation.start_pos):
