@@ -70,7 +70,8 @@ class Target:
     needs_vllm: bool
     out_of_scope: dict[str, str] = field(default_factory=dict)
     vllm_version: str = ""
-    #: the target whose hand classifications (``classified``) apply: the same originals judged otherwise
+    #: the target whose hand classifications (``classified``) of what a mutant is (equivalent,
+    #: unreachable) apply: the same originals, judged by another engine
     classified_as: str = ""
 
 
