@@ -38,10 +38,14 @@ OPTIONS = (
     click.option("--strict", is_flag=True,
                  help="Also make protocol-breaking and badly typed calls (M1-M7, M9, B2, B3, P2, P3)."),
 )
+#: ``--interface`` of every command that judges a manager or policy (``conform``, ``fuzz``,
+#: ``simulate``, ``check-exhaustive``): how it tells a vLLM-interface target (K1).
+INTERFACE_OPTION = click.option(
+    "--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
+    help="vllm: the target is written against vLLM 0.32/0.33's OffloadingManager or CachePolicy "
+         "(K1-K8; needs vLLM importable); auto: detected from its signatures, reported.")
 POLICY_OPTIONS = (
-    click.option("--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
-                 help="vllm: the target is written against vLLM 0.32/0.33's OffloadingManager or CachePolicy "
-                      "(K1-K8; needs vLLM importable); auto: detected from its signatures, reported."),
+    INTERFACE_OPTION,
     click.option("--lru-order", type=click.Choice(["auto", "recency", "request-rank"]), default="auto",
                  show_default=True,
                  help="With --policy lru on a vLLM-interface target: recency (L1, vLLM 0.32's order) or "

@@ -30,6 +30,7 @@ import click
 
 from .manager_world import ManagerWorld, manager_alphabet_text
 from .policy_world import PolicyWorld, policy_alphabet_text
+from ..cli import INTERFACE_OPTION
 from ..loading import FactoryLoadError, builtin_source, load_factory
 from ..lockstep.machine_base import TargetSetupError
 from ..runner import target_modes
@@ -178,9 +179,7 @@ def run_exhaustive(
                    "0: every hash interchangeable (they still share their first 16 bytes), a smaller space.")
 @click.option("--idle-only", is_flag=True,
               help="With --policies-only: every block idle (ref_cnt 0), nothing protected (a smaller space).")
-@click.option("--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto",
-              help="vllm: the target is written against vLLM 0.32/0.33's OffloadingManager or CachePolicy "
-                   "(driven through its adapter: K1, K2, K6, K8); auto: detected from its signatures.")
+@INTERFACE_OPTION
 @click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,

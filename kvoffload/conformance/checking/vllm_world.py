@@ -12,16 +12,18 @@ own, K2; a policy told of ``ref_cnt`` transitions, K8). What changes for a manag
   HIT_PENDING or MISS as the model holds the key (K1);
 - before each ``prepare_store`` the model is told of the call's absent keys, as vLLM's
   manager reports its store misses to its policy first (K6: an ARC ghost among them moves
-  ``p``).
+  ``p``);
 - where the target has ``reset_cache``, every state has one more call: it, then
   (0.33) ``on_reset_flushed``; the model starts afresh, the loads and stores in flight are
   never completed (K7's fence), and no event announces the drop (K7).
 
 Not explored here (``kvoffload conform`` covers them): requests spanning calls and their
 ``on_request_finished`` (K5), key positions, a ``reset_cache`` inside a request (K7),
-admission (N2) and a second KV-cache group. With every call an unpositioned request of its own, N9's request
-ranks (vLLM 0.33's ``LRUCachePolicy``) order keys as L1's recency does, so LRU targets of
-either order are judged by L1 (the checker proved vLLM 0.33's own LRU manager so, 1..3).
+admission (N2), batches of more than a few keys and a second KV-cache group (mutation
+testing shows each: docs/mutation-report.md, ``vllm033-cpu-mc``). With every call an
+unpositioned request of its own, N9's request ranks (vLLM 0.33's ``LRUCachePolicy``)
+order keys as L1's recency does, so LRU targets of either order are judged by L1 (the
+checker proved vLLM 0.33's own LRU manager so, capacities 1..3).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import click
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from ...spec import POLICIES
+from ..cli import INTERFACE_OPTION
 from ..loading import builtin_source, load_factory
 from ..lockstep.machine_base import FactoryRef, RunStats, TargetSetupError
 from ..reports.result import ConformanceResult
@@ -193,8 +194,7 @@ def _database(path: str) -> ExampleDatabase:
               help="Example database directory (failures are replayed first next time).")
 @click.option("--seed", type=int, default=None,
               help="Seed the rounds (default: random). Hypothesis neither reads nor writes the database when seeded.")
-@click.option("--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
-              help="vllm: a manager or policy written against vLLM 0.32/0.33's interfaces (K1-K8); auto: detected.")
+@INTERFACE_OPTION
 @click.option("--quiet", is_flag=True, help="No progress line.")
 def fuzz(kind: str, target: str, policy: str | None, strict: bool, minutes: float, database: str,
          seed: int | None, interface: str, quiet: bool) -> None:
@@ -205,6 +205,8 @@ def fuzz(kind: str, target: str, policy: str | None, strict: bool, minutes: floa
     """
     seconds = minutes * 60.0
     progress = None if quiet else sys.stderr
+    if interface != "auto" and kind in ("backend", "handler"):
+        raise click.UsageError(f"--interface applies to manager and policy, not to {kind}")
     try:
         if kind == "handler":
             if policy is not None or strict:

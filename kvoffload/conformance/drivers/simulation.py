@@ -25,6 +25,7 @@ from ..judge import JudgedManager, Verdict
 from ..reports.result import CallLog
 from ...spec import POLICIES, CPULoadStoreSpec, GPULoadStoreSpec, OffloadingManager, PrepareStoreOutput
 from ...spec.clauses import implements
+from ..cli import INTERFACE_OPTION
 from ..loading import builtin_source, load_factory
 from ..lockstep.machine_base import TargetSetupError
 from ..lockstep.vllm.adapter import VllmManagerView
@@ -366,8 +367,7 @@ def manager_factory(target: str, policy: str, interface: str = "auto") -> Callab
 @click.option("--capacity", type=click.IntRange(min=1), default=8, show_default=True, help="Offloaded blocks.")
 @click.option("--factor", type=click.IntRange(min=1), default=2, show_default=True,
               help="GPU blocks per offloaded block (H3).")
-@click.option("--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
-              help="vllm: a manager written against vLLM 0.32/0.33's OffloadingManager (K1, K2); auto: detected.")
+@INTERFACE_OPTION
 def simulate(target: str, handlers: str, policy: str, requests: int, seed: int, capacity: int, factor: int,
              interface: str) -> None:
     """End to end (E1, E2): scheduler + worker on CPU tensors, with injected faults.
