@@ -387,7 +387,8 @@ def test_cli_contract_targets_are_detected_as_such() -> None:
     forcing ``contract`` gives the same exploration."""
     runner = CliRunner()
     args = ["--capacity", "2", "--policy", "lru", "--target", "reference", "--quiet"]
-    auto, forced = runner.invoke(check_exhaustive, args), runner.invoke(check_exhaustive, [*args, "--interface", "contract"])
+    auto = runner.invoke(check_exhaustive, args)
+    forced = runner.invoke(check_exhaustive, [*args, "--interface", "contract"])
     assert auto.exit_code == forced.exit_code == 0, auto.output + forced.output
     assert auto.output.splitlines()[0].split(", ")[:3] == forced.output.splitlines()[0].split(", ")[:3]
 

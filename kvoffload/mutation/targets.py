@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "VLLM033_CPU", "VLLM_CPU_MC", "VLLM033_CPU_MC", "REFERENCE_POLICIES",
-           "mutant_key"]
+__all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "VLLM033_CPU", "VLLM_CPU_MC", "VLLM033_CPU_MC",
+           "REFERENCE_POLICIES", "mutant_key"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ class Suite:
     def label(self) -> str:
         if self.capacity:
             scope = "--policies-only " if self.kind == "policy" else ""
-            return f"check-exhaustive {scope}--capacity {self.capacity} --policy {self.mode} ({self.module}:{self.attribute})"
+            return (f"check-exhaustive {scope}--capacity {self.capacity} --policy {self.mode} "
+                    f"({self.module}:{self.attribute})")
         admission = ""
         if self.store_threshold >= 2:
             admission = f" --store-threshold {self.store_threshold}" + (

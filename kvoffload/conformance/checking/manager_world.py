@@ -187,6 +187,11 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         self.judged(step.verdict)
         if method == "prepare_load":
             self.inflight.append(hashes)
+        self.after_call(method, success)
+
+    def after_call(self, method: str, success: bool) -> None:
+        """What every call is judged on after its answer: events and block-id aliasing (I4,
+        I5), then (unless the key holds the whole target) the lookups (``observe``)."""
         self.last = (method, success)
         self.judged(self.judge.events(self.target) or self.judge.aliasing())
         if self.observing and not self.exact:

@@ -87,10 +87,7 @@ class VllmManagerWorld(ManagerWorld):
             self.judged(Verdict(("K7",), f"reset_cache raised {error!r}"))
         self.judge.reset()
         self.inflight.clear()  # K7's fence: a job begun before the reset is never completed
-        self.last = ("reset_cache", True)
-        self.judged(self.judge.events(self.target) or self.judge.aliasing())
-        if self.observing and not self.exact:
-            self.observe("reset_cache", True)
+        self.after_call("reset_cache", True)
 
     def render(self, index: int, name: Callable[[object], str]) -> str:
         if self.history[index] == RESET:

@@ -348,10 +348,13 @@ class _VllmCPUManager(VllmManagerView):
 def manager_factory(target: str, policy: str, interface: str = "auto") -> Callable[[int], OffloadingManager]:
     """``impl``, ``reference`` or ``MODULE:FACTORY`` (``f(num_blocks=, enable_events=)``); a
     manager written against vLLM's interface (``interface``, detected by default: K1) is
-    driven through ``as_contract_manager`` (K2), as ``conform`` does."""
+    driven through the adapter ``conform`` uses (K2: ``_VllmCPUManager``)."""
     factory = load_factory(builtin_source("manager", target, policy))
     if target_modes("manager", factory, target, policy, interface)[0] == "vllm":
-        return lambda capacity: _VllmCPUManager(factory(num_blocks=capacity, enable_events=True))  # type: ignore[return-value]
+        def make(capacity: int) -> Any:
+            return _VllmCPUManager(factory(num_blocks=capacity, enable_events=True))
+
+        return make
     return lambda capacity: factory(num_blocks=capacity, enable_events=True)
 
 
