@@ -49,7 +49,8 @@ WRONG_VICTIM: dict[str, tuple[tuple[str, ...], str]] = {
 #: The clause that fixes the victims exactly, by policy.
 EXACT_VICTIM_CLAUSE = {policy: clauses[0] for policy, (clauses, _) in WRONG_VICTIM.items()}
 METHOD_CLAUSE = {"lookup": "M1", "prepare_load": "M2", "complete_load": "M3", "touch": "M4",
-                 "prepare_store": "M5", "complete_store": "M6", "take_events": "M8", "reset_cache": "K7"}
+                 "prepare_store": "M5", "complete_store": "M6", "take_events": "M8", "reset_cache": "K7",
+                 "on_new_request": "K5", "on_request_finished": "K5"}
 
 #: A block's state, by what K1's ``lookup(key, ctx)`` answers for it (``expected_lookup``).
 STATE = {"MISS": "absent", "HIT_PENDING": "pending", "HIT": "ready"}

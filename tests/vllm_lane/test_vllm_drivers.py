@@ -39,11 +39,12 @@ def _explore(factory: Any, kind: str, policy: str, capacity: int, source: str, *
                           imports=[f"from {factory.__module__} import {source}"], distinguished=0, **options)
 
 
-@pytest.mark.parametrize(("factory", "policy", "capacities"), [(vllm_lru, "lru", (1, 2, 3)), (vllm_arc, "arc", (1,))])
+@pytest.mark.parametrize(("factory", "policy", "capacities"), [(vllm_lru, "lru", (1, 2)), (vllm_arc, "arc", (1,))])
 def test_K2_vllm_own_manager_conforms_in_every_reachable_state(factory: Any, policy: str,
                                                                capacities: tuple[int, ...]) -> None:
-    """vLLM's ``CPUOffloadingManager`` (0.32's recency LRU, or 0.33's request-ranked one: every
-    call a request of its own, where N9's order is L1's) and its ARC, with K6's store misses."""
+    """vLLM's ``CPUOffloadingManager`` (0.32's recency LRU, or 0.33's request-ranked one: no
+    key positions, where N9's order is L1's with K5's request end) and its ARC, with requests
+    spanning calls (K5) and K6's store misses once per request."""
     for capacity in capacities:
         run = _explore(factory, "manager", policy, capacity, factory.__name__)
         assert run.ok and run.result.complete, run.report()
@@ -67,20 +68,34 @@ def _runs(snippet: str) -> BaseException | None:
 
 #: (outside_bugs factory, the clauses the report names, the calls of the shortest path)
 MANAGER_BUGS = [("pending_is_miss", ("K1", "M5"), 1), ("restores_resident", ("M5", "K2"), 2),
-                ("reset_keeps_blocks", ("K7",), 2)]
+                ("reset_keeps_blocks", ("K7",), 2), ("no_finish_recency", ("L3", "K5"), 2)]
 
 
 @pytest.mark.parametrize(("bug", "clauses", "calls"), MANAGER_BUGS, ids=[b for b, _, _ in MANAGER_BUGS])
-def test_K1_K2_outside_bugs_refuted_by_a_shortest_reproduction(bug: str, clauses: tuple[str, ...], calls: int) -> None:
+def test_K1_K2_K5_K7_outside_bugs_refuted_by_a_shortest_reproduction(bug: str, clauses: tuple[str, ...],
+                                                                    calls: int) -> None:
     run = _explore(getattr(outside_bugs, bug), "manager", "lru", 2, bug)
     failure = run.result.failure
     assert failure is not None and failure.clauses[: len(clauses)] == clauses, run.report()
     assert len(run.result.failing_path) == calls, run.report()
+    if "K5" in clauses:  # a request spanning calls, finished (by the probe) before the victims show its order
+        assert "m.request = m.context()" in failure.reproduction and "m.finish_request()" in failure.reproduction
     assert GROUP_0.hex() in failure.reproduction.split("\nh0 = ")[1].split("\n")[0]  # OffloadKeys of group 0
     assert isinstance(_runs(failure.reproduction), AssertionError), failure.reproduction
     fixed = failure.reproduction.replace(f"from outside_bugs import {bug}\n",
                                          f"from outside_manager import outside_lru as {bug}\n")
     assert _runs(fixed) is None, fixed
+
+
+def test_K5_request_calls_zero_leaves_requests_spanning_calls_out() -> None:
+    """``--request-calls 0``: every call a request of its own (the scope before K5 was explored),
+    where a manager whose request end applies no recency is out of reach."""
+    run = _explore(outside_bugs.no_finish_recency, "manager", "lru", 2, "no_finish_recency", request_calls=0)
+    assert run.ok and run.result.complete, run.report()
+    assert "on_request_finished" not in run.alphabet()
+    spanning = _explore(vllm_lru, "manager", "lru", 2, "vllm_lru")
+    assert spanning.ok and spanning.result.states > run.result.states, spanning.summary()
+    assert "on_request_finished (K5)" in spanning.alphabet()
 
 
 def test_K8_unreversed_touch_refuted_and_the_reproduction_runs() -> None:

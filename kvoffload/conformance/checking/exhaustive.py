@@ -12,7 +12,9 @@ as a runnable snippet naming the clause.
 Manager calls: ``manager_world``; CachePolicy calls alone (``--policies-only``):
 ``policy_world``. The hash alphabet defaults to the smallest size at which the
 reduced state space stops growing (free hashes for every hash a state can hold, plus the
-fresh ones a call can use): ``distinguished + residents + ghosts + longest call``.
+fresh ones a call can use): ``distinguished + residents + ghosts + longest call``, and for a
+vLLM-interface manager the keys an open request may remember after their eviction
+(``--request-calls`` offers of ``--store-max`` keys, K5).
 
 Exit status: 0 every explored state conforms (summary printed), 1 a violation (clause and
 the failing call sequence as a Python snippet), 2 bad arguments.
@@ -38,7 +40,7 @@ from .model_checker import Exploration, LockstepWorld, explore
 from .policy_state import ghost_capacity
 from ...spec import POLICIES
 from .symmetry import DISTINGUISHED, hash_alphabet
-from .vllm_world import VLLM_CALLS_TEXT, VllmManagerWorld, VllmPolicyWorld
+from .vllm_world import REQUEST_CALLS, VllmManagerWorld, VllmPolicyWorld, vllm_calls_text
 
 #: ``--distinguished``'s default: 0, every hash interchangeable, so that the literal ARC capacity-3
 #: command completes (with the prefix hash the space outgrows minutes: README, "Model checking").
@@ -132,20 +134,26 @@ def run_exhaustive(
     snapshots: bool = True,
     idle: bool = False,
     interface: str = "contract",
+    request_calls: int = REQUEST_CALLS,
 ) -> ExhaustiveRun:
     """Explore the reachable states of one capacity and policy (to ``depth`` if given);
-    ``interface="vllm"``: a target written against vLLM's interfaces (``vllm_world``)."""
+    ``interface="vllm"``: a target written against vLLM's interfaces (``vllm_world``; a
+    manager's requests spanning calls make up to ``request_calls`` offers and loads, K5)."""
+    vllm_manager = (kind, interface) == ("manager", "vllm")
     if hashes is None:
         hashes = saturating_alphabet(kind, policy, capacity, max(touch_max, store_max, 1), distinguished)
+        hashes += request_calls * store_max if vllm_manager else 0  # the keys an open request remembers (K5)
     alphabet = hash_alphabet(hashes, min(distinguished, hashes))
     make: Callable[[], Any]
     if kind == "manager":
         construct = f"{source}(num_blocks={capacity}, enable_events=True)"
         build = functools.partial(factory, num_blocks=capacity, enable_events=True)
+        requests = {"request_calls": request_calls} if vllm_manager else {}
         make = functools.partial(WORLDS[kind, interface], build, capacity, policy, alphabet, touch_max, construct,
-                                 imports, store_max=store_max, max_pins=max_pins, distinguished=distinguished)
+                                 imports, store_max=store_max, max_pins=max_pins, distinguished=distinguished,
+                                 **requests)
         text = manager_alphabet_text(hashes, touch_max, store_max, max_pins, distinguished)
-        text += VLLM_CALLS_TEXT if interface == "vllm" else ""
+        text += vllm_calls_text(request_calls) if vllm_manager else ""
     elif kind == "policy":
         construct = f"{source}(cache_capacity={capacity})"
         build = functools.partial(factory, cache_capacity=capacity)
@@ -180,11 +188,14 @@ def run_exhaustive(
 @click.option("--idle-only", is_flag=True,
               help="With --policies-only: every block idle (ref_cnt 0), nothing protected (a smaller space).")
 @INTERFACE_OPTION
+@click.option("--request-calls", type=click.IntRange(0, 3), default=REQUEST_CALLS,
+              help="vLLM-interface managers: the most prepare_store/prepare_load calls of a request spanning calls "
+                   "(K5); 0: every call a request of its own (a smaller space).")
 @click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,
                      hashes: int | None, touch_max: int, store_max: int, max_pins: int, distinguished: int,
-                     idle_only: bool, interface: str, replay: bool, quiet: bool) -> None:
+                     idle_only: bool, interface: str, request_calls: int, replay: bool, quiet: bool) -> None:
     """Prove every reachable state conforms (or every state within --depth calls).
 
     Exit status 0: all conform; 1: a violation (clause and shortest call sequence
@@ -214,7 +225,7 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
                                      touch_max=touch_max, store_max=store_max, max_pins=max_pins,
                                      distinguished=distinguished, source=source,
                                      imports=imports, progress=progress, snapshots=not replay, idle=idle_only,
-                                     interface=speaks)
+                                     interface=speaks, request_calls=request_calls)
             except TypeError as error:  # the factory does not take the suite's keywords
                 click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
                 raise SystemExit(2) from None

@@ -149,9 +149,14 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         lists = policy_key(self.model.policy, name)
         loads: tuple[tuple[int, ...], ...] = tuple(sorted(tuple(map(name, load)) for load in self.inflight))
         if self.exact:  # block ids are handles (symmetry): the target's free blocks are in its key
-            return (lists, loads, manager_key(self.target, name))
+            return (lists, loads, manager_key(self.target, name), self.caller_key(name))
         ids = tuple(sorted((name(h), block_id) for h, (block_id, _) in self.judge.id_of.items()))
-        return (lists, loads, ids, manager_key(self.target, name))
+        return (lists, loads, ids, manager_key(self.target, name), self.caller_key(name))
+
+    def caller_key(self, name: Relabel) -> Hashable:
+        """What the caller holds beyond the loads in flight (a hook: a request open across
+        calls, ``vllm_world``), hashes renamed by ``name``."""
+        return None
 
     def copy_parts(self) -> None:
         """``LockstepWorld.copy_parts``: the target deep-copied, the judge's model and records."""

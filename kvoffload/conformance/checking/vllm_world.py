@@ -1,9 +1,10 @@
-"""The model checker's worlds for targets written against vLLM's own interfaces (K1, K2, K6, K8).
+"""The model checker's worlds for targets written against vLLM's own interfaces (K1, K2, K5–K8).
 
 ``check-exhaustive`` explores the contract's calls; a manager written for vLLM 0.32/0.33's
 per-key ``OffloadingManager`` (or a vLLM ``CachePolicy``) is driven through the same
-adapters as the lockstep suite's vLLM mode (``lockstep.vllm``: each call a request of its
-own, K2; a policy told of ``ref_cnt`` transitions, K8). What changes for a manager:
+adapters as the lockstep suite's vLLM mode (``lockstep.vllm``: a call is a request of its
+own unless a request is open, K2; a policy told of ``ref_cnt`` transitions, K8). What
+changes for a manager:
 
 - its hashes are vLLM ``OffloadKey`` s of KV-cache group 0: the alphabet's hashes (and the
   probe's) with a 4-byte group index appended, so they still share their first 16 bytes
@@ -13,40 +14,65 @@ own, K2; a policy told of ``ref_cnt`` transitions, K8). What changes for a manag
 - before each ``prepare_store`` the model is told of the call's absent keys, as vLLM's
   manager reports its store misses to its policy first (K6: an ARC ghost among them moves
   ``p``);
+- a request may span calls (K5): ``on_new_request`` opens it, up to ``request_calls``
+  ``prepare_store`` or ``prepare_load`` calls (default ``REQUEST_CALLS``; 0: none) and the
+  ``complete_store`` calls between them belong to it, and
+  ``on_request_finished`` ends it, applying its recency to the model (LRU: a touch of
+  ``request_order``; ARC: ``arc_request_finished``); its store misses reach the policy once
+  per request (K6). What the open request observed is part of the state (its hashes stay
+  distinguished from fresh ones), and the probe finishes it first;
 - where the target has ``reset_cache``, every state has one more call: it, then
   (0.33) ``on_reset_flushed``; the model starts afresh, the loads and stores in flight are
-  never completed (K7's fence), and no event announces the drop (K7).
+  never completed (K7's fence), no event announces the drop, and an open request goes on
+  with what it observed forgotten (K7).
 
-Not explored here (``kvoffload conform`` covers them): requests spanning calls and their
-``on_request_finished`` (K5), key positions, a ``reset_cache`` inside a request (K7),
-admission (N2), batches of more than a few keys and a second KV-cache group (mutation
-testing shows each: docs/mutation-report.md, ``vllm033-cpu-mc``). With every call an
-unpositioned request of its own, N9's request ranks (vLLM 0.33's ``LRUCachePolicy``)
-order keys as L1's recency does, so LRU targets of either order are judged by L1 (the
-checker proved vLLM 0.33's own LRU manager so, capacities 1..3).
+Not explored here (``kvoffload conform`` covers them): key positions, touches and
+completed loads inside a request, other requests' calls while one is open, admission
+(N2), batches of more than a few keys and a second KV-cache group (mutation testing
+shows each: docs/mutation-report.md, ``vllm033-cpu-mc``). With no positions, N9's
+request ranks (vLLM 0.33's ``LRUCachePolicy``) order keys as L1's recency with K5's
+request end does, so LRU targets of either order are judged by L1 (the checker proved
+vLLM 0.33's own LRU manager so, capacities 1..3).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import copy
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from ...spec import ReferenceARCPolicy
+from ...spec.keyed import RequestAccess, arc_request_finished, request_order
+from ...spec.types import BlockHash
 from ..judge import Verdict, invoke
 from ..lockstep.vllm import as_contract_manager, as_contract_policy
 from ..lockstep.vllm.adapter import through_adapter
 from .manager_world import PROBE_HASHES, ManagerOp, ManagerWorld
 from .policy_world import PolicyWorld
+from .symmetry import Relabel
 
-__all__ = ["GROUP_0", "VLLM_CALLS_TEXT", "VllmManagerWorld", "VllmPolicyWorld", "offload_keys"]
+__all__ = ["GROUP_0", "REQUEST_CALLS", "VllmManagerWorld", "VllmPolicyWorld", "offload_keys", "vllm_calls_text"]
 
 #: vLLM's ``make_offload_key(block_hash, 0)`` suffix: the KV-cache group index, 4 bytes big-endian.
 GROUP_0 = bytes(4)
-#: K7's call (``ManagerOp``: method, hashes, success).
+#: K7's call, and K5's calls that open and finish a request (``ManagerOp``: method, hashes, success).
 RESET: ManagerOp = ("reset_cache", (), True)
-#: What the alphabet's text adds for a vLLM-interface manager (``exhaustive``).
-VLLM_CALLS_TEXT = ("; through vLLM's interface (K2): hashes are OffloadKeys of KV-cache group 0, each call a request "
-                   "of its own, lookups per key (lookup(key, ctx): HIT/HIT_PENDING/MISS, K1), a store's misses told "
-                   "to the policy first (K6), reset_cache where the target has it (K7)")
+OPEN: ManagerOp = ("on_new_request", (), True)
+FINISH: ManagerOp = ("on_request_finished", (), True)
+#: The calls a request spanning calls makes (K5), and how many of its ``prepare_store`` and
+#: ``prepare_load`` calls at most (its completions are not counted): a store, its completion and
+#: a load of what it stored (K5's reuse), or two offers whose store misses overlap (K6).
+REQUEST_METHODS = ("prepare_store", "prepare_load", "complete_store")
+REQUEST_CALLS = 2
+
+
+def vllm_calls_text(request_calls: int) -> str:
+    """What the alphabet's text adds for a vLLM-interface manager (``exhaustive``)."""
+    requests = (f"or of a request spanning up to {request_calls} prepare_store/prepare_load calls (and completions) "
+                "between on_new_request and on_request_finished (K5), " if request_calls else "")
+    return ("; through vLLM's interface (K2): hashes are OffloadKeys of KV-cache group 0, each call a request of its "
+            f"own {requests}lookups per key (lookup(key, ctx): HIT/HIT_PENDING/MISS, K1), a store's misses told to "
+            "the policy first, once per request (K6), reset_cache where the target has it (K7)")
 
 
 def offload_keys(hashes: Sequence[bytes]) -> list[bytes]:
@@ -59,45 +85,114 @@ class VllmManagerWorld(ManagerWorld):
 
     needs = ("from kvoffload.conformance.lockstep.vllm import as_contract_manager",)
     probe_hashes = offload_keys(PROBE_HASHES)
+    access: RequestAccess | None = None  # the request open across calls (K5)
+    calls_in_request = 0  # the offers and loads it made so far
 
     def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes],
                  touch_max: int = 2, construct: str = "make()", imports: list[str] | None = None,
-                 **rest: Any) -> None:
+                 request_calls: int = REQUEST_CALLS, **rest: Any) -> None:
+        """``ManagerWorld``'s arguments; ``request_calls``: the most offers and loads of a request
+        spanning calls (K5; 0: every call a request of its own)."""
         super().__init__(lambda: as_contract_manager(build()), capacity, policy, offload_keys(hashes), touch_max,
                          f"as_contract_manager({construct})", imports, **rest)
+        self.request_calls = request_calls
+
+    def in_state(self) -> set[bytes]:
+        """The model's hashes and those the open request observed (not fresh: it remembers them)."""
+        held = super().in_state()
+        return held if self.access is None else held | set(self.access.observed)
 
     def enabled(self) -> list[ManagerOp]:
         resets = [RESET] if callable(getattr(self.target.manager, "reset_cache", None)) else []
-        return [*super().enabled(), *resets]
+        if self.access is None:
+            return [*super().enabled(), *([OPEN] if self.request_calls else []), *resets]
+        inside = super().enabled() if self.calls_in_request < self.request_calls else []
+        return [*(op for op in inside if op[0] in REQUEST_METHODS), FINISH, *resets]
 
     def apply(self, op: ManagerOp) -> None:
         method, hashes, _ = op
-        if method == "reset_cache":
-            self._reset()
+        if op in (RESET, OPEN, FINISH):
+            self.history.append(op)
+            {RESET: self._reset, OPEN: self._open, FINISH: self._finish}[op]()
+            self.after_call(method, True)
             return
-        if method == "prepare_store":  # K6: the store misses reach the policy before the store
-            self.judge.store_misses([h for h in dict.fromkeys(hashes) if self.judge.ref(h) is None])
+        if method != "prepare_store":
+            super().apply(op)
+            if self.access is not None and method == "prepare_load":
+                self.access.loaded(hashes)  # K5: observed and reused
+                self.calls_in_request += 1
+            return
+        absent = [h for h in dict.fromkeys(hashes) if self.judge.ref(h) is None]
+        ready_set = self.judge.ready_set()
+        ready = [h for h in hashes if h in ready_set]
+        # K6: the store misses reach the policy before the store, once per request
+        self.judge.store_misses(absent if self.access is None else self.access.new_store_misses(absent))
         super().apply(op)
+        if self.access is not None:  # K5: what the offer observed, reused and inserted
+            self.calls_in_request += 1
+            self.access.offered(absent, ready, [h for h in absent if self.judge.ref(h) == -1], offer=list(hashes))
 
     def _reset(self) -> None:
-        """K7: ``reset_cache`` (the events of every earlier call were taken after it)."""
-        self.history.append(RESET)
+        """K7: ``reset_cache``; an open request goes on, what it observed forgotten."""
         _, error = invoke(self.target.reset_cache)
         if error is not None:
             self.judged(Verdict(("K7",), f"reset_cache raised {error!r}"))
         self.judge.reset()
         self.inflight.clear()  # K7's fence: a job begun before the reset is never completed
-        self.after_call("reset_cache", True)
+        if self.access is not None:
+            self.access = RequestAccess()
+
+    def _open(self) -> None:
+        """K5: a request the next calls belong to (``on_new_request`` of a new context)."""
+        context, error = invoke(self.target.context)
+        if error is not None:
+            self.judged(Verdict(("K5",), f"on_new_request raised {error!r}"))
+        self.target.request, self.access, self.calls_in_request = context, RequestAccess(), 0
+
+    def _finish(self) -> None:
+        """K5: ``on_request_finished``; the model applies the request's recency."""
+        access, self.access = self.access, None
+        assert access is not None
+        _, error = invoke(self.target.finish_request)
+        if error is not None:
+            self.judged(Verdict(("K5",), f"on_request_finished raised {error!r}"))
+        policy = self.judge.model.policy
+        if isinstance(policy, ReferenceARCPolicy):
+            arc_request_finished(policy, access)
+        else:
+            policy.touch([BlockHash(h) for h in request_order(access)])
+
+    def caller_key(self, name: Relabel) -> Hashable:
+        """The open request: what it observed (in order), inserted, reused and reported (K5, K6)."""
+        access = self.access
+        if access is None:
+            return None
+        return (tuple(map(name, access.observed)), *(frozenset(map(name, keys)) for keys in
+                (access.inserted, access.reused, access.store_misses)), self.calls_in_request)
+
+    def copy_parts(self) -> None:
+        super().copy_parts()
+        self.access = copy.deepcopy(self.access)
+
+    def probe(self) -> None:
+        """``ManagerWorld.probe`` once the open request finished (K5: its end is judged too)."""
+        if self.access is not None:
+            self.apply(FINISH)
+        super().probe()
 
     def render(self, index: int, name: Callable[[object], str]) -> str:
-        if self.history[index] == RESET:
-            return "m.reset_cache(); events = list(m.take_events())"
+        call = {RESET: "m.reset_cache()", OPEN: "m.request = m.context()", FINISH: "m.finish_request()"}
+        if self.history[index] in call:
+            return f"{call[self.history[index]]}; events = list(m.take_events())"
         return super().render(index, name)
 
     def judged(self, verdict: Verdict | None) -> None:
         """A verdict as the lockstep suite's vLLM mode names it: K2 after a batch clause."""
         if verdict is not None:
-            verdict = Verdict(through_adapter(verdict.clauses), verdict.message, verdict.check)
+            clauses = through_adapter(verdict.clauses)
+            if clauses[0] in ("L3", "A4") and FINISH in self.history:  # the order a request's end applied
+                clauses = (clauses[0], "K5", *clauses[1:])
+            verdict = Verdict(clauses, verdict.message, verdict.check)
         super().judged(verdict)
 
     def sweep(self, hashes: list[bytes], clause: str, why: str) -> Verdict | None:
