@@ -18,9 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from .arc import ReferenceARCPolicy
 from .clauses import implements
+from .interfaces import CachePolicy
 from .types import BlockHash
 
-__all__ = ["expected_lookup", "RequestAccess", "arc_request_finished", "group_index", "request_order"]
+__all__ = ["expected_lookup", "RequestAccess", "arc_request_finished", "group_index", "request_finished",
+           "request_order"]
 
 
 @implements("K1")
@@ -132,3 +134,14 @@ def arc_request_finished(policy: ReferenceARCPolicy, access: RequestAccess,
             policy.t2[key] = policy.t1.pop(key)
         elif key in access.reused and key in policy.t2:
             policy.t2.move_to_end(key)
+
+
+@implements("K5")
+def request_finished(policy: CachePolicy, access: RequestAccess, positions: Mapping[bytes, int] | None = None) -> None:
+    """K5: what a request's end does to the model's policy: ARC's moves
+    (``arc_request_finished``); any other policy (LRU's recency) a ``touch`` of its keys in
+    ``request_order``."""
+    if isinstance(policy, ReferenceARCPolicy):
+        arc_request_finished(policy, access, positions)
+    else:
+        policy.touch([BlockHash(h) for h in request_order(access, positions)])

@@ -17,8 +17,8 @@ changes for a manager:
 - a request may span calls (K5): ``on_new_request`` opens it, up to ``request_calls``
   ``prepare_store`` or ``prepare_load`` calls (default ``REQUEST_CALLS``; 0: none) and the
   ``complete_store`` calls between them belong to it, and
-  ``on_request_finished`` ends it, applying its recency to the model (LRU: a touch of
-  ``request_order``; ARC: ``arc_request_finished``); its store misses reach the policy once
+  ``on_request_finished`` ends it, applying its recency to the model (``spec.keyed.request_finished``:
+  LRU a touch in request order, ARC its moves); its store misses reach the policy once
   per request (K6). What the open request observed is part of the state (its hashes stay
   distinguished from fresh ones), and the probe finishes it first;
 - where the target has ``reset_cache``, every state has one more call: it, then
@@ -41,9 +41,7 @@ import copy
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from ...spec import ReferenceARCPolicy
-from ...spec.keyed import RequestAccess, arc_request_finished, request_order
-from ...spec.types import BlockHash
+from ...spec.keyed import RequestAccess, request_finished
 from ..judge import Verdict, invoke
 from ..lockstep.vllm import as_contract_manager, as_contract_policy
 from ..lockstep.vllm.adapter import through_adapter
@@ -123,14 +121,16 @@ class VllmManagerWorld(ManagerWorld):
                 self.calls_in_request += 1
             return
         absent = [h for h in dict.fromkeys(hashes) if self.judge.ref(h) is None]
+        if self.access is None:  # K6: the store misses reach the policy before the store
+            self.judge.store_misses(absent)
+            super().apply(op)
+            return
         ready_set = self.judge.ready_set()
         ready = [h for h in hashes if h in ready_set]
-        # K6: the store misses reach the policy before the store, once per request
-        self.judge.store_misses(absent if self.access is None else self.access.new_store_misses(absent))
+        self.judge.store_misses(self.access.new_store_misses(absent))  # K6: once per request
         super().apply(op)
-        if self.access is not None:  # K5: what the offer observed, reused and inserted
-            self.calls_in_request += 1
-            self.access.offered(absent, ready, [h for h in absent if self.judge.ref(h) == -1], offer=list(hashes))
+        self.calls_in_request += 1  # K5: what the offer observed, reused and inserted
+        self.access.offered(absent, ready, [h for h in absent if self.judge.ref(h) == -1], offer=list(hashes))
 
     def _reset(self) -> None:
         """K7: ``reset_cache``; an open request goes on, what it observed forgotten."""
@@ -156,11 +156,7 @@ class VllmManagerWorld(ManagerWorld):
         _, error = invoke(self.target.finish_request)
         if error is not None:
             self.judged(Verdict(("K5",), f"on_request_finished raised {error!r}"))
-        policy = self.judge.model.policy
-        if isinstance(policy, ReferenceARCPolicy):
-            arc_request_finished(policy, access)
-        else:
-            policy.touch([BlockHash(h) for h in request_order(access)])
+        request_finished(self.judge.model.policy, access)
 
     def caller_key(self, name: Relabel) -> Hashable:
         """The open request: what it observed (in order), inserted, reused and reported (K5, K6)."""

@@ -20,12 +20,10 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from ....spec import ReferenceARCPolicy
 from ....spec.admission import DEFAULT_MAX_TRACKER_SIZE, ReferenceAdmission
 from ....spec.errors import ContractViolation
-from ....spec.types import BlockHash
 from ....spec.clauses import implements
-from ....spec.keyed import RequestAccess, arc_request_finished, group_index, request_order
+from ....spec.keyed import RequestAccess, group_index, request_finished
 from ...judge import invoke
 from ..machine_base import TargetSetupError
 from ..manager_machine import ManagerMachine
@@ -234,10 +232,7 @@ class VllmManagerMachine(ManagerMachine):
         its recency (LRU: a touch of its keys in request order; ARC: K5's moves)."""
         self.open_request = None  # later calls are requests of their own
         self.call_or_fail("K5", "on_request_finished", self.target.finish_request, source="m.finish_request()")
-        if isinstance(self.model.policy, ReferenceARCPolicy):
-            arc_request_finished(self.model.policy, access, self.positions)
-        else:
-            self.model.policy.touch([BlockHash(h) for h in request_order(access, self.positions)])
+        request_finished(self.model.policy, access, self.positions)
         self.finished_requests += 1
         self.judge.calls = None  # no M10 explanation: its replay does not model K5's recency
         self.exercised("K5")
