@@ -27,6 +27,12 @@ def no_finish_recency(num_blocks: int, enable_events: bool = False) -> OutsideLR
     return OutsideLRUManager(num_blocks, enable_events, bug="no_finish_recency")
 
 
+def last_caller(num_blocks: int, enable_events: bool = False) -> OutsideLRUManager:
+    """K5: ``on_request_finished`` ends the request that called last, whichever its
+    context names (as if requests never overlapped)."""
+    return OutsideLRUManager(num_blocks, enable_events, bug="last_caller")
+
+
 def reset_keeps_blocks(num_blocks: int, enable_events: bool = False) -> OutsideLRUManager:
     """K7: ``reset_cache`` keeps every block."""
     return OutsideLRUManager(num_blocks, enable_events, bug="reset_keeps_blocks")

@@ -40,7 +40,8 @@ def _prefix_order(seen: Iterable[bytes], req_context: Any) -> list[bytes]:
 
 class OutsideLRUManager(OffloadingManager):  # type: ignore[misc]
     """``bug``: "pending_is_miss" (K1), "restores_resident" (K2), "no_finish_recency" (K5),
-    "reset_keeps_blocks" (K7), or "" for none."""
+    "last_caller" (K5: ``on_request_finished`` ends the request that called last, as if
+    requests never overlapped), "reset_keeps_blocks" (K7), or "" for none."""
 
     def __init__(self, num_blocks: int, enable_events: bool = False, bug: str = "") -> None:
         self.capacity = num_blocks
@@ -54,8 +55,10 @@ class OutsideLRUManager(OffloadingManager):  # type: ignore[misc]
         self.blocks: OrderedDict[bytes, list[int]] = OrderedDict()  # key -> [block id, ref_cnt]; LRU first
         self.free = list(range(self.capacity))
         self.seen: dict[str, dict[bytes, None]] = {}
+        self.last_caller = ""  # the request that observed keys last ("last_caller")
 
     def _observe(self, ctx: Any, keys: Iterable[bytes]) -> None:
+        self.last_caller = ctx.req_id
         self.seen.setdefault(ctx.req_id, {}).update(dict.fromkeys(keys))
 
     def lookup(self, key: bytes, req_context: Any) -> Any:
@@ -125,7 +128,8 @@ class OutsideLRUManager(OffloadingManager):  # type: ignore[misc]
         return RequestOffloadingContext()
 
     def on_request_finished(self, req_context: Any) -> None:
-        seen = self.seen.pop(req_context.req_id, {})
+        request = self.last_caller if self.bug == "last_caller" else req_context.req_id
+        seen = self.seen.pop(request, {})
         if self.bug != "no_finish_recency":
             self.touch(_prefix_order(seen, req_context), req_context)
 

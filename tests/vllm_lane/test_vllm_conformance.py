@@ -23,6 +23,7 @@ from kvoffload.conformance import check_manager, check_policy
 from kvoffload.conformance.runner import run_conformance
 from kvoffload.conformance.lockstep.vllm import as_contract_manager
 from kvoffload.spec import ContractViolation
+import outside_bugs
 from outside_manager import OutsideLRUManager, outside_lru
 from vllm_helpers import run_reproduction
 
@@ -140,6 +141,20 @@ def test_K5_request_end_without_recency_is_caught() -> None:
     result = check_manager(_outside("no_finish_recency"), policy="lru")
     assert not result.ok and result.clauses[:2] == ("L3", "K5"), result.report()
     assert "m.finish_request()" in result.reproduction
+
+
+def test_K5_a_request_end_applied_to_the_request_that_called_last_is_caught() -> None:
+    """Requests open at once (``interleaved_requests``): ``on_request_finished(ctx)`` that
+    ends whichever request called last, not ``ctx``'s, is caught; the shrunk reproduction
+    keeps a request open while requests of their own store, and fails on its own."""
+    result = check_manager(outside_bugs.last_caller, policy="lru", seed=2)
+    assert not result.ok and result.clauses[:2] == ("L3", "K5"), result.report()
+    assert "rq1 = m.request = m.context()" in result.reproduction and "m.request = rq1" in result.reproduction
+    error = run_reproduction(result.reproduction)
+    assert isinstance(error, AssertionError) and "L3" in str(error)
+    fixed = result.reproduction.replace("from outside_bugs import last_caller",
+                                        "from outside_manager import outside_lru as last_caller")
+    assert run_reproduction(fixed) is None  # the fixed manager passes it
 
 
 class _NoStoreMissARC(ARCCachePolicy):  # type: ignore[misc]

@@ -125,7 +125,8 @@ def test_N2_a_tracker_at_threshold_one_is_caught() -> None:
 @pytest.mark.parametrize("factory", [vllm_threshold_3, vllm_no_admission])
 def test_N2_wrong_admission_is_caught(factory: Any) -> None:
     result = check_manager(factory, policy="lru", shrink=False, **ADMISSION)
-    assert not result.ok and result.clauses[0] == "N2", result.report()
+    # N2 first, or after I8 when the key not stored shares a prefix with a present one (``judge.refine``)
+    assert not result.ok and "N2" in result.clauses[:2] and result.clauses[0] in ("N2", "I8"), result.report()
 
 
 def test_N2_factory_without_the_keyword_is_refused_clearly() -> None:

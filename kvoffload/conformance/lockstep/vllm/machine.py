@@ -30,7 +30,7 @@ from ..manager_machine import ManagerMachine
 from .adapter import through_adapter, VllmManagerView
 from .detect import parameters
 
-__all__ = ["VllmManagerMachine"]
+__all__ = ["OpenRequest", "VllmManagerMachine"]
 
 #: How often (1 in N) a request is interrupted by ``reset_cache`` (K7) and continues after it.
 RESET_INSIDE_ONE_IN = 4
@@ -49,6 +49,15 @@ ADMISSION_THRESHOLD_SPAN = 2
 #: N2: 1 in N examples of an admission run sets ``store_threshold`` 1 with the run's tracker
 #: size: admission is then off, and no key of an offer may stay unstored for the tracker
 THRESHOLD_ONE_ONE_IN = 4
+
+
+class OpenRequest:
+    """One of the requests ``interleaved_requests`` keeps open at once: its variable in the
+    reproduction, its ``ReqContext``, its key positions and what it observed (K5)."""
+
+    def __init__(self, name: str, ctx: Any, positions: dict[bytes, int]) -> None:
+        self.name, self.ctx, self.positions = name, ctx, positions
+        self.access = RequestAccess()
 
 
 @implements("K5")
@@ -132,6 +141,8 @@ class VllmManagerMachine(ManagerMachine):
         self.finished_requests = 0
         self.resets_inside = 0  # requests a reset_cache fell inside (K7)
         self.ghost_store_misses = 0  # K6 reports that moved ARC's p
+        self.turn_requests = 0  # requests ``interleaved_requests`` opened (their names)
+        self.current: OpenRequest | None = None  # the one of them the next calls belong to
         return VllmManagerView(raw)
 
     def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
@@ -254,6 +265,115 @@ class VllmManagerMachine(ManagerMachine):
         self.judge.calls = None
         self.exercised("K5", "K3")
         self._store_fresh_rounds(data, data.draw(st.integers(1, 3), label="then store"), 2, "fresh")
+
+    # -- K5: several requests open at once -----------------------------------------------------
+    #: What an open request does next in ``interleaved_requests`` (stores twice as often: they evict)
+    turns: ClassVar[tuple[str, ...]] = ("store", "store", "load", "unpin", "others", "touch", "reset")
+
+    @rule(data=st.data())
+    def interleaved_requests(self, data: st.DataObject) -> None:
+        """K5: one to three requests open at once, each on its own ``ReqContext``, as vLLM's
+        scheduler interleaves them. In turn they store (evicting), load (pinning), complete
+        loads, touch, or let requests of their own store beside them; then they finish in a
+        drawn order and fresh keys are stored, so that the recency each end applied shows
+        in the victims. A manager that keeps what a request observed anywhere but in that
+        request's context, or applies one request's end to another's keys, fails here."""
+        self._fill(data)
+        opened = [self._open_turns(data) for _ in range(data.draw(st.integers(1, 3), label="requests"))]
+        for _ in range(data.draw(st.integers(2, 7), label="rounds")):
+            request = data.draw(st.sampled_from(opened), label="request")
+            self._enter(request)
+            action = data.draw(st.sampled_from(self.turns), label="action")
+            getattr(self, f"_turn_{action}")(request, data, opened)
+        for request in data.draw(st.permutations(opened), label="finish order"):
+            self._enter(request)
+            self._finish(request.access)
+            self.current, self.positions = None, {}
+        for _ in range(data.draw(st.integers(0, 2), label="then store")):
+            self._turn_others(None, data, opened)
+        self.exercised("K5")
+
+    def _open_turns(self, data: st.DataObject) -> OpenRequest:
+        """A new request of ``interleaved_requests``, without key positions, made current."""
+        self.turn_requests += 1
+        name = f"rq{self.turn_requests}"
+        self._open(name)
+        request = self.current = OpenRequest(name, self.target.request, {})
+        self._enter(request)
+        return request
+
+    def _enter(self, request: OpenRequest | None) -> None:
+        """Make ``request`` the one the next calls belong to (``None``: calls of their own)."""
+        if request is not self.current:
+            self.log.add(f"m.request = {request.name if request is not None else None}")
+        self.current = request
+        self.target.request = request.ctx if request is not None else None
+        self.open_request = request.access if request is not None else None
+        self.positions = request.positions if request is not None else {}
+
+    def _fill(self, data: st.DataObject) -> None:
+        """Store fresh keys (completed) until the cache is full: the requests' stores then evict."""
+        while self.free_blocks() > 0:
+            absent = self.absent()
+            if not absent or not data.draw(st.sampled_from((True, True, True, False)), label="fill"):
+                return
+            self._store_and_complete([data.draw(st.sampled_from(absent), label="filler")], data)
+
+    def _turn_store(self, request: OpenRequest, data: st.DataObject, _opened: list[OpenRequest]) -> None:
+        """The request offers a batch, mostly of absent keys (stored, evicting when full),
+        sometimes with present ones; its stores mostly complete at once, sometimes fail or
+        stay pending."""
+        absent = self.absent()
+        items = self.draw_batch(data, min_size=1)
+        if absent and data.draw(st.sampled_from((True, True, True, False)), label="fresh"):
+            fresh = self.draw_unique(data, absent, "fresh keys", most=min(3, len(absent)))
+            items = list(dict.fromkeys(fresh + items[:data.draw(st.integers(0, 1), label="present")]))
+        if request.positions and self.cuts_positioned_offers:
+            items = self._without_eviction(items)
+        stored = self._offer(request.access, items, data)
+        outcome = data.draw(st.sampled_from(("complete", "complete", "fail", "pending")), label="outcome")
+        if stored and outcome != "pending":
+            self.call("complete_store", stored, "list", success=outcome == "complete")
+
+    def _turn_load(self, request: OpenRequest, data: st.DataObject, _opened: list[OpenRequest]) -> None:
+        """The request loads ready keys: pinned while in flight (N9: ranked by it meanwhile)."""
+        self._request_load(request.access, data)
+
+    def _turn_unpin(self, _request: OpenRequest, data: st.DataObject, _opened: list[OpenRequest]) -> None:
+        """A load in flight completes: its keys are evictable again (N9: at their ranks)."""
+        if self.inflight:
+            index = data.draw(st.integers(0, len(self.inflight) - 1), label="load")
+            self.call("complete_load", self.inflight.pop(index), "list")
+
+    def _turn_touch(self, _request: OpenRequest, data: st.DataObject, _opened: list[OpenRequest]) -> None:
+        """``touch`` inside the request (P4: its first key last; N9: fresh numbers)."""
+        self.call("touch", self.draw_unique(data, self.pool, "hashes", most=3), "list")
+
+    def _turn_others(self, request: OpenRequest | None, data: st.DataObject,
+                     _opened: list[OpenRequest]) -> None:
+        """Requests of their own store fresh keys (completed) while the open ones wait: their
+        victims show what the open requests' calls did to the order."""
+        self._enter(None)
+        self._store_fresh_rounds(data, data.draw(st.integers(1, 2), label="other stores"), 3, "others' keys")
+        self._enter(request)
+
+    def _turn_reset(self, request: OpenRequest, data: st.DataObject, opened: list[OpenRequest]) -> None:
+        """``reset_cache`` inside the open requests (K7): each forgets what it observed
+        (N9: it draws a new number at its next access, of the new generation). Then the
+        request stores again, others fill the cache and store more: the victims show
+        whether its end applies anything from before the reset."""
+        if not hasattr(self.target.manager, "reset_cache"):
+            return
+        self.reset_cache()
+        self.resets_inside += 1
+        for each in opened:
+            each.access = RequestAccess()
+        self.open_request = self.current.access if self.current is not None else None
+        self.exercised("K7")
+        self._turn_store(request, data, opened)
+        self._enter(None)
+        self._fill(data)
+        self._turn_others(request, data, opened)
 
     # -- the large arm: sizes above 256 -----------------------------------------------------------
     @precondition(lambda self: self.large)
