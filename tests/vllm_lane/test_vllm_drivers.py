@@ -21,7 +21,9 @@ from vllm.v1.kv_offload.cpu.policies.arc import ARCCachePolicy  # noqa: E402
 from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy  # noqa: E402
 
 from kvoffload.conformance.checking.exhaustive import check_exhaustive, run_exhaustive  # noqa: E402
-from kvoffload.conformance.checking.vllm_world import GROUP_0  # noqa: E402
+from kvoffload.conformance.checking.symmetry import hash_alphabet  # noqa: E402
+from kvoffload.conformance.checking.vllm_world import FINISH, GROUP_0, OPEN, OTHERS, VllmManagerWorld  # noqa: E402
+from kvoffload.conformance.reports.result import ConformanceFailure  # noqa: E402
 from kvoffload.conformance.drivers.fuzz import fuzz  # noqa: E402
 from kvoffload.conformance.drivers.simulation import simulate  # noqa: E402
 
@@ -95,7 +97,7 @@ def test_K5_request_calls_zero_leaves_requests_spanning_calls_out() -> None:
     assert "on_request_finished" not in run.alphabet()
     spanning = _explore(vllm_lru, "manager", "lru", 2, "vllm_lru")
     assert spanning.ok and spanning.result.states > run.result.states, spanning.summary()
-    assert "on_request_finished (K5)" in spanning.alphabet()
+    assert "on_request_finished, other requests' stores among them (K5)" in spanning.alphabet()
 
 
 def test_K8_unreversed_touch_refuted_and_the_reproduction_runs() -> None:
@@ -142,3 +144,36 @@ def test_simulate_drives_a_vllm_manager_end_to_end() -> None:
     assert clean.exit_code == 0 and "all conform" in clean.output and "corrupt loads: 0" in clean.output, clean.output
     caught = runner.invoke(simulate, [*arguments, "--manager", "outside_bugs:restores_resident"])
     assert caught.exit_code == 1 and "VIOLATES M5" in caught.output, caught.output
+
+
+def _with_others_inside(factory: Any) -> VllmManagerWorld:
+    """A request stores h0 and another request stores h1 while it is open, both complete;
+    then the request finishes and the probe judges the order its end left: h1 before h0."""
+    world = VllmManagerWorld(lambda: factory(num_blocks=2, enable_events=True), 2, "lru", hash_alphabet(4, 0),
+                             construct=f"{factory.__name__}(num_blocks=2, enable_events=True)",
+                             imports=[f"from {factory.__module__} import {factory.__name__}"], distinguished=0)
+    h0, h1 = world.pool[:2]
+    assert (OTHERS, (h1,), True) not in world.enabled()  # only while a request is open
+    for op in [OPEN, ("prepare_store", (h0,), True), ("complete_store", (h0,), True)]:
+        world.apply(op)
+    assert (OTHERS, (h1,), True) in world.enabled()
+    for op in [(OTHERS, (h1,), True), ("complete_store", (h1,), True), FINISH]:
+        world.apply(op)
+    world.probe()
+    return world
+
+
+def test_K5_another_requests_store_inside_an_open_request() -> None:
+    """The checker's ``OTHERS`` call: another request's store (a call of its own) while one
+    is open. vLLM's LRU manager passes the path; a manager whose request end applies the
+    recency of whichever request called last fails it (K5), and the reproduction holds the
+    open request aside around that store."""
+    passed = _with_others_inside(vllm_lru)  # a failure would raise ConformanceFailure
+    assert [op[0] for op in passed.history[:6]] == ["on_new_request", "prepare_store", "complete_store",
+                                                    "prepare_store", "complete_store", "on_request_finished"]
+    assert passed.others_at == {3}  # the second store was the other request's
+    with pytest.raises(ConformanceFailure) as caught:
+        _with_others_inside(outside_bugs.last_caller)
+    assert caught.value.clauses[:2] == ("L3", "K5"), caught.value
+    assert "held, m.request = m.request, None; r = m.prepare_store(iter([h1])); " in caught.value.reproduction
+    assert isinstance(_runs(caught.value.reproduction), AssertionError), caught.value.reproduction

@@ -16,7 +16,8 @@ changes for a manager:
   ``p``);
 - a request may span calls (K5): ``on_new_request`` opens it, up to ``request_calls``
   ``prepare_store`` or ``prepare_load`` calls (default ``REQUEST_CALLS``; 0: none) and the
-  ``complete_store`` calls between them belong to it, and
+  ``complete_store`` calls between them belong to it, other requests' stores (calls of
+  their own) may fall between them and count among them, and
   ``on_request_finished`` ends it, applying its recency to the model (``spec.keyed.request_finished``:
   LRU a touch in request order, ARC its moves); its store misses reach the policy once
   per request (K6). What the open request observed is part of the state (its hashes stay
@@ -27,7 +28,7 @@ changes for a manager:
   with what it observed forgotten (K7).
 
 Not explored here (``kvoffload conform`` covers them): key positions, touches and
-completed loads inside a request, other requests' calls while one is open, admission
+completed loads inside a request, other requests' calls but stores while one is open, admission
 (N2), batches of more than a few keys and a second KV-cache group (mutation testing
 shows each: docs/mutation-report.md, ``vllm033-cpu-mc``). With no positions, N9's
 request ranks (vLLM 0.33's ``LRUCachePolicy``) order keys as L1's recency with K5's
@@ -45,7 +46,7 @@ from ...spec.keyed import RequestAccess, request_finished
 from ..judge import Verdict, invoke
 from ..lockstep.vllm import as_contract_manager, as_contract_policy
 from ..lockstep.vllm.adapter import through_adapter
-from .manager_world import PROBE_HASHES, ManagerOp, ManagerWorld
+from .manager_world import PROBE_HASHES, ManagerOp, ManagerWorld, render_op
 from .policy_world import PolicyWorld
 from .symmetry import Relabel
 
@@ -62,12 +63,16 @@ FINISH: ManagerOp = ("on_request_finished", (), True)
 #: a load of what it stored (K5's reuse), or two offers whose store misses overlap (K6).
 REQUEST_METHODS = ("prepare_store", "prepare_load", "complete_store")
 REQUEST_CALLS = 2
+#: A ``prepare_store`` of another request, a call of its own, while one is open (counted
+#: among the open request's calls): vLLM's scheduler interleaves requests.
+OTHERS = "prepare_store of another request"
 
 
 def vllm_calls_text(request_calls: int) -> str:
     """What the alphabet's text adds for a vLLM-interface manager (``exhaustive``)."""
     requests = (f"or of a request spanning up to {request_calls} prepare_store/prepare_load calls (and completions) "
-                "between on_new_request and on_request_finished (K5), " if request_calls else "")
+                "between on_new_request and on_request_finished, other requests' stores among them (K5), "
+                if request_calls else "")
     return ("; through vLLM's interface (K2): hashes are OffloadKeys of KV-cache group 0, each call a request of its "
             f"own {requests}lookups per key (lookup(key, ctx): HIT/HIT_PENDING/MISS, K1), a store's misses told to "
             "the policy first, once per request (K6), reset_cache where the target has it (K7)")
@@ -85,6 +90,7 @@ class VllmManagerWorld(ManagerWorld):
     probe_hashes = offload_keys(PROBE_HASHES)
     access: RequestAccess | None = None  # the request open across calls (K5)
     calls_in_request = 0  # the offers and loads it made so far
+    others_at: frozenset[int] = frozenset()  # the calls (history indices) of other requests made while it was open
 
     def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes],
                  touch_max: int = 2, construct: str = "make()", imports: list[str] | None = None,
@@ -105,7 +111,8 @@ class VllmManagerWorld(ManagerWorld):
         if self.access is None:
             return [*super().enabled(), *([OPEN] if self.request_calls else []), *resets]
         inside = super().enabled() if self.calls_in_request < self.request_calls else []
-        return [*(op for op in inside if op[0] in REQUEST_METHODS), FINISH, *resets]
+        others = [(OTHERS, hashes, True) for method, hashes, _ in inside if method == "prepare_store"]
+        return [*(op for op in inside if op[0] in REQUEST_METHODS), *others, FINISH, *resets]
 
     def apply(self, op: ManagerOp) -> None:
         method, hashes, _ = op
@@ -113,6 +120,9 @@ class VllmManagerWorld(ManagerWorld):
             self.history.append(op)
             {RESET: self._reset, OPEN: self._open, FINISH: self._finish}[op]()
             self.after_call(method, True)
+            return
+        if method == OTHERS:
+            self._others_store(op)
             return
         if method != "prepare_store":
             super().apply(op)
@@ -131,6 +141,16 @@ class VllmManagerWorld(ManagerWorld):
         super().apply(op)
         self.calls_in_request += 1  # K5: what the offer observed, reused and inserted
         self.access.offered(absent, ready, [h for h in absent if self.judge.ref(h) == -1], offer=list(hashes))
+
+    def _others_store(self, op: ManagerOp) -> None:
+        """K5: another request's ``prepare_store`` (a call of its own: its store misses its
+        own, K6) while the open request waits; it counts among the open request's calls."""
+        held = self.target.request, self.access
+        self.target.request = self.access = None
+        self.others_at = self.others_at | {len(self.history)}  # ``render`` shows the request held aside
+        self.apply(("prepare_store", op[1], True))
+        self.target.request, self.access = held
+        self.calls_in_request += 1
 
     def _reset(self) -> None:
         """K7: ``reset_cache``; an open request goes on, what it observed forgotten."""
@@ -178,8 +198,11 @@ class VllmManagerWorld(ManagerWorld):
 
     def render(self, index: int, name: Callable[[object], str]) -> str:
         call = {RESET: "m.reset_cache()", OPEN: "m.request = m.context()", FINISH: "m.finish_request()"}
-        if self.history[index] in call:
-            return f"{call[self.history[index]]}; events = list(m.take_events())"
+        op = self.history[index]
+        if op in call:
+            return f"{call[op]}; events = list(m.take_events())"
+        if index in self.others_at:
+            return f"held, m.request = m.request, None; {render_op(op, name)}; m.request = held"
         return super().render(index, name)
 
     def judged(self, verdict: Verdict | None) -> None:
