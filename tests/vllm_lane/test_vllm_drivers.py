@@ -70,7 +70,8 @@ def _runs(snippet: str) -> BaseException | None:
 
 #: (outside_bugs factory, the clauses the report names, the calls of the shortest path)
 MANAGER_BUGS = [("pending_is_miss", ("K1", "M5"), 1), ("restores_resident", ("M5", "K2"), 2),
-                ("reset_keeps_blocks", ("K7",), 2), ("no_finish_recency", ("L3", "K5"), 2)]
+                ("reset_keeps_blocks", ("K7",), 2), ("no_finish_recency", ("L3", "K5"), 2),
+                ("last_caller", ("L3", "K5"), 2)]
 
 
 @pytest.mark.parametrize(("bug", "clauses", "calls"), MANAGER_BUGS, ids=[b for b, _, _ in MANAGER_BUGS])
