@@ -328,8 +328,6 @@ class VllmManagerMachine(ManagerMachine):
         if absent and data.draw(st.sampled_from((True, True, True, False)), label="fresh"):
             fresh = self.draw_unique(data, absent, "fresh keys", most=min(3, len(absent)))
             items = list(dict.fromkeys(fresh + items[:data.draw(st.integers(0, 1), label="present")]))
-        if request.positions and self.cuts_positioned_offers:
-            items = self._without_eviction(items)
         stored = self._offer(request.access, items, data)
         outcome = data.draw(st.sampled_from(("complete", "complete", "fail", "pending")), label="outcome")
         if stored and outcome != "pending":

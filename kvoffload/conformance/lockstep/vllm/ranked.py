@@ -77,9 +77,9 @@ class RankOrderManagerMachine(VllmManagerMachine):
         its position, vLLM's end token), sometimes for every other hash only (unpositioned
         keys take fresh numbers). Its stores evict inside the other open requests, its loads
         pin keys it then ranks, and the victims show N9's order."""
-        if self.policy_mode != "lru":
-            return super()._open_turns(data)
         request = super()._open_turns(data)
+        if self.policy_mode != "lru":
+            return request
         stems = list(dict.fromkeys(h[:-4] for h in self.pool))
         order = data.draw(st.permutations(range(len(stems))), label="positions")
         every_other: bool = data.draw(st.sampled_from((False, False, False, True)), label="some unpositioned")
