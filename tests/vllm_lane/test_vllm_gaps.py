@@ -84,7 +84,7 @@ def test_K7_request_finished_after_reset_applies_nothing_from_before_it() -> Non
     assert not result.ok and clauses[0] == "L3" and "K7" in clauses, result.report()
     for line in ("m.reset_cache()", "m.finish_request()"):
         assert line in result.reproduction
-    # others store while it is open: K7's flow, or N9's (ranked_requests) under 0.33
+    # others store while it is open: K7's flow, or interleaved_requests' (every target; N9's under 0.33)
     assert "held, m.request = m.request, None" in result.reproduction or "m.request = None" in result.reproduction
     assert isinstance(run_reproduction(result.reproduction), AssertionError)
 
