@@ -274,7 +274,7 @@ class VllmManagerMachine(ManagerMachine):
     def interleaved_requests(self, data: st.DataObject) -> None:
         """K5: one to three requests open at once, each on its own ``ReqContext``, as vLLM's
         scheduler interleaves them. In turn they store (evicting), load (pinning), complete
-        loads, touch, or let requests of their own store beside them; then they finish in a
+        loads, touch, see ``reset_cache`` (K7), or let requests of their own store beside them; then they finish in a
         drawn order and fresh keys are stored, so that the recency each end applied shows
         in the victims. A manager that keeps what a request observed anywhere but in that
         request's context, or applies one request's end to another's keys, fails here."""
@@ -366,7 +366,7 @@ class VllmManagerMachine(ManagerMachine):
         self.resets_inside += 1
         for each in opened:
             each.access = RequestAccess()
-        self.open_request = self.current.access if self.current is not None else None
+        self.open_request = request.access  # the request whose turn this is stays current
         self.exercised("K7")
         self._turn_store(request, data, opened)
         self._enter(None)
