@@ -373,6 +373,14 @@ def test_cli_exit_codes() -> None:
     assert missing.exit_code == 2
 
 
+def test_N2_admission_on_a_contract_target_is_a_usage_error() -> None:
+    """``--store-threshold`` explores vLLM's admission (N2): a contract target has none."""
+    for policies_only in ([], ["--policies-only"]):
+        outcome = CliRunner().invoke(check_exhaustive, ["--capacity", "1", "--policy", "lru", "--target", "reference",
+                                                        "--store-threshold", "2", *policies_only, "--quiet"])
+        assert outcome.exit_code == 2 and "--store-threshold (N2)" in outcome.output, outcome.output
+
+
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="the message given when vLLM is missing")
 def test_cli_vllm_interface_without_vllm_exits_2_naming_what_to_install() -> None:
     """A target forced to (or detected as) vLLM's interface needs vLLM importable (K1)."""

@@ -55,8 +55,10 @@ def _model_checked(suite: Suite) -> tuple[tuple[str, ...], str, str]:
 
     states = 0
     for capacity in range(1, suite.capacity + 1):
+        admission = (suite.store_threshold, suite.max_tracker_size or 1) if suite.store_threshold >= 2 else None
         run = run_exhaustive(suite_factory(suite), kind=suite.kind, policy=suite.mode, capacity=capacity,
-                             interface="vllm", distinguished=0, request_calls=suite.request_calls)
+                             interface="vllm", distinguished=0, request_calls=suite.request_calls,
+                             admission=admission)
         states += run.result.states
         if run.result.failure is not None:
             return tuple(run.result.failure.clauses), run.result.failure.message, ""

@@ -37,13 +37,17 @@ class Suite:
     def label(self) -> str:
         if self.capacity:
             scope = "--policies-only " if self.kind == "policy" else f"--request-calls {self.request_calls} "
-            return (f"check-exhaustive {scope}--capacity {self.capacity} --policy {self.mode} "
+            return (f"check-exhaustive {scope}--capacity {self.capacity} --policy {self.mode}{self.admission} "
                     f"({self.module}:{self.attribute})")
-        admission = ""
-        if self.store_threshold >= 2:
-            admission = f" --store-threshold {self.store_threshold}" + (
-                f" --max-tracker-size {self.max_tracker_size}" if self.max_tracker_size else "")
-        return f"{self.kind} --policy {self.mode}{admission} ({self.module}:{self.attribute})"
+        return f"{self.kind} --policy {self.mode}{self.admission} ({self.module}:{self.attribute})"
+
+    @property
+    def admission(self) -> str:
+        """The options of N2's admission run, or nothing."""
+        if self.store_threshold < 2:
+            return ""
+        return f" --store-threshold {self.store_threshold}" + (
+            f" --max-tracker-size {self.max_tracker_size}" if self.max_tracker_size else "")
 
 
 def mutant_key(target_name: str, file: str, mutation: Any) -> str:
@@ -149,20 +153,30 @@ REFERENCE_POLICIES = Target(
 )
 
 
-def _checked(suite: Suite) -> Suite:
+def _checked(suite: Suite) -> tuple[Suite, ...]:
     """``suite``'s target and policy judged by the model checker, every reachable state (issue
     15): policies LRU to capacity 3, ARC to 2; managers, whose requests span calls (K5), to 2,
     ARC's requests making one offer or load (vLLM's LRU manager at 3 takes ~4 min, its ARC
-    manager at 2 with two offers per request much longer)."""
+    manager at 2 with two offers per request much longer). Admission (N2): every call a request
+    of its own, the tracker of 1 key (an offer of two, one tracked, fills it) and of 2 (which
+    of two keys it pushes out)."""
     if suite.kind == "policy":
-        return replace(suite, capacity=3 if suite.mode == "lru" else 2)
-    return replace(suite, capacity=2, request_calls=2 if suite.mode == "lru" else 1)
+        return (replace(suite, capacity=3 if suite.mode == "lru" else 2),)
+    if suite.store_threshold >= 2:
+        return tuple(replace(suite, capacity=2, request_calls=0, max_tracker_size=size) for size in (1, 2))
+    return (replace(suite, capacity=2, request_calls=2 if suite.mode == "lru" else 1),)
+
+
+def _arc_manager(suite: Suite) -> bool:
+    """The model checker's costliest suite (vLLM's ARC manager: minutes), run last."""
+    return suite.kind == "manager" and suite.mode == "arc"
 
 
 def _model_checked(target: Target) -> Target:
-    """``target``'s mutants judged by ``check-exhaustive`` instead of the lockstep suite: its
-    suites without admission (N2 is not in the checker's calls), the same classifications."""
-    suites = {file: tuple(_checked(s) for s in runs if s.store_threshold < 2) for file, runs in target.suites.items()}
+    """``target``'s mutants judged by ``check-exhaustive`` instead of the lockstep suite (its
+    suites as ``_checked`` scopes them, the ARC manager's last), the same classifications."""
+    suites = {file: tuple(sorted((s for run in runs for s in _checked(run)), key=_arc_manager))
+              for file, runs in target.suites.items()}
     return replace(target, name=f"{target.name}-mc", suites=suites, classified_as=target.name)
 
 

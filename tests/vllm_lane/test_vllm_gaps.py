@@ -1,7 +1,8 @@
 """What the vLLM-interface suite used not to generate (issue 14's gaps), each judged:
 a request open across ``reset_cache`` (K7), key positions over two KV cache groups (K5),
-and ``store_threshold`` admission (N2, ``--store-threshold``). vLLM's own managers and
-ours conform; a bug planted in each place is caught with its clause."""
+and ``store_threshold`` admission (N2, ``--store-threshold``, in the lockstep suite and the
+model checker). vLLM's own managers and ours conform; a bug planted in each place is
+caught with its clause."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager, _RequestCacheAc
 from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy  # noqa: E402
 
 from kvoffload.conformance import check_manager  # noqa: E402
+from kvoffload.conformance.checking.exhaustive import run_exhaustive  # noqa: E402
 from kvoffload.conformance.lockstep.machine_base import TargetSetupError  # noqa: E402
 from kvoffload.impl.vllm import make_manager  # noqa: E402
 from vllm_helpers import run_reproduction  # noqa: E402
@@ -137,3 +139,77 @@ def test_N2_factory_without_the_keyword_is_refused_clearly() -> None:
 def test_N2_admission_on_a_contract_target_is_a_usage_error() -> None:
     with pytest.raises(ValueError, match="N2"):
         check_manager(stale_lru, policy="lru", store_threshold=2, interface="contract")
+
+
+# -- N2 in the model checker -------------------------------------------------------------------------
+class TrackerBugManager(CPUOffloadingManager):  # type: ignore[misc]
+    """vLLM's manager with its offer tracker (``_record_accesses``) rewritten with one bug:
+    ``newest_out`` pushes out the most recently offered key, ``no_refresh`` leaves a
+    counted key where it was, ``unprotected`` lets an offer push out its own tracked keys."""
+
+    bug = ""
+
+    def _record_accesses(self, keys: Any) -> None:
+        counts = self.counts
+        mine = [key for key in keys if key in counts]
+        for key in mine:
+            counts[key] += 1
+            if self.bug != "no_refresh":
+                counts.move_to_end(key)
+        others = len(counts) - (0 if self.bug == "unprotected" else len(set(mine)))
+        for key in keys:
+            if key in counts:
+                continue
+            if len(counts) >= self.max_tracker_size:
+                if others == 0:
+                    continue
+                counts.popitem(last=self.bug == "newest_out")
+                others -= 1
+            counts[key] = 1
+
+
+def _tracker_bug(bug: str) -> Any:
+    def make(num_blocks: int, enable_events: bool = False, **admission: int) -> TrackerBugManager:
+        manager = TrackerBugManager(num_blocks, cache_policy="lru", enable_events=enable_events, **admission)
+        manager.bug = bug
+        return manager
+
+    make.__name__ = bug or "rewritten"
+    return make
+
+
+rewritten, newest_out, no_refresh, unprotected = map(_tracker_bug, ("", "newest_out", "no_refresh", "unprotected"))
+
+
+def _checked(factory: Any, capacity: int, tracker: int) -> Any:
+    name = factory.__name__
+    return run_exhaustive(factory, policy="lru", capacity=capacity, interface="vllm", source=name,
+                          imports=[f"from {__name__} import {name}"], distinguished=0, request_calls=0,
+                          admission=(2, tracker))
+
+
+@pytest.mark.parametrize(("factory", "capacity", "tracker"),
+                         [(vllm_lru, 1, 2), (vllm_lru, 2, 1), (ours_lru, 1, 2), (rewritten, 1, 2)])
+def test_N2_model_checker_proves_admission_of_vllm_and_our_managers(factory: Any, capacity: int,
+                                                                   tracker: int) -> None:
+    """Every reachable state of a manager built with ``store_threshold=2`` (N2's tracker in
+    the state): vLLM's own, ours, and the tracker rewritten without a bug."""
+    run = _checked(factory, capacity, tracker)
+    assert run.ok and run.result.complete, run.report()
+    plain = run_exhaustive(factory, policy="lru", capacity=capacity, interface="vllm", distinguished=0,
+                           request_calls=0)
+    assert run.result.states > plain.result.states, (run.summary(), plain.summary())  # the tracker is state
+    assert f"store_threshold=2, max_tracker_size={tracker} (N2)" in run.alphabet()
+
+
+@pytest.mark.parametrize(("factory", "tracker"), [(vllm_threshold_3, 2), (vllm_no_admission, 2), (newest_out, 2),
+                                                  (no_refresh, 2), (unprotected, 1)])
+def test_N2_model_checker_refutes_wrong_admission_with_a_shortest_reproduction(factory: Any, tracker: int) -> None:
+    """Admission one offer late or off, and three tracker bugs: refuted naming N2, by a
+    reproduction that builds the manager with the threshold and fails as printed."""
+    run = _checked(factory, 2, tracker)
+    failure = run.result.failure
+    assert failure is not None and "N2" in failure.clauses[:2], run.report()
+    assert len(run.result.failing_path) <= 4, run.report()
+    assert f"store_threshold=2, max_tracker_size={tracker})" in failure.reproduction
+    assert isinstance(run_reproduction(failure.reproduction), AssertionError), failure.reproduction

@@ -105,6 +105,11 @@ def saturating_alphabet(kind: str, policy: str, capacity: int, longest: int, dis
     return distinguished + capacity + ghost_capacity(policy, capacity) + longest
 
 
+def _keywords(arguments: dict[str, int]) -> str:
+    """``arguments`` as the source of trailing keyword arguments (a reproduction's constructor)."""
+    return "".join(f", {key}={value}" for key, value in arguments.items())
+
+
 def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., Any], str, list[str]]:
     """(factory called with the suite's keywords, its source form, imports). ``impl``'s manager:
     its core compiled first (the search times the compiled code, not its plain-Python twin)."""
@@ -135,25 +140,31 @@ def run_exhaustive(
     idle: bool = False,
     interface: str = "contract",
     request_calls: int = REQUEST_CALLS,
+    admission: tuple[int, int] | None = None,
 ) -> ExhaustiveRun:
     """Explore the reachable states of one capacity and policy (to ``depth`` if given);
     ``interface="vllm"``: a target written against vLLM's interfaces (``vllm_world``; a
-    manager's requests spanning calls make up to ``request_calls`` offers and loads, K5)."""
+    manager's requests spanning calls make up to ``request_calls`` offers and loads, K5;
+    ``admission``: ``(store_threshold, max_tracker_size)`` passed to its factory, N2)."""
     vllm_manager = (kind, interface) == ("manager", "vllm")
+    if admission is not None and not vllm_manager:
+        raise ValueError("N2: admission (--store-threshold) applies to managers written against vLLM's interface")
     if hashes is None:
         hashes = saturating_alphabet(kind, policy, capacity, max(touch_max, store_max, 1), distinguished)
         hashes += request_calls * store_max if vllm_manager else 0  # the keys an open request remembers (K5)
+        hashes += admission[1] if admission else 0  # the keys N2's tracker remembers
     alphabet = hash_alphabet(hashes, min(distinguished, hashes))
     make: Callable[[], Any]
     if kind == "manager":
-        construct = f"{source}(num_blocks={capacity}, enable_events=True)"
-        build = functools.partial(factory, num_blocks=capacity, enable_events=True)
-        requests = {"request_calls": request_calls} if vllm_manager else {}
+        admits = {} if admission is None else {"store_threshold": admission[0], "max_tracker_size": admission[1]}
+        build = functools.partial(factory, num_blocks=capacity, enable_events=True, **admits)
+        construct = f"{source}(num_blocks={capacity}, enable_events=True{_keywords(admits)})"
+        requests = {"request_calls": request_calls, "admission": admission} if vllm_manager else {}
         make = functools.partial(WORLDS[kind, interface], build, capacity, policy, alphabet, touch_max, construct,
                                  imports, store_max=store_max, max_pins=max_pins, distinguished=distinguished,
                                  **requests)
         text = manager_alphabet_text(hashes, touch_max, store_max, max_pins, distinguished)
-        text += vllm_calls_text(request_calls) if vllm_manager else ""
+        text += vllm_calls_text(request_calls, admission) if vllm_manager else ""
     elif kind == "policy":
         construct = f"{source}(cache_capacity={capacity})"
         build = functools.partial(factory, cache_capacity=capacity)
@@ -191,11 +202,17 @@ def run_exhaustive(
 @click.option("--request-calls", type=click.IntRange(0, 3), default=REQUEST_CALLS,
               help="vLLM-interface managers: the most prepare_store/prepare_load calls of a request spanning calls "
                    "(K5); 0: every call a request of its own (a smaller space).")
+@click.option("--store-threshold", type=click.IntRange(min=1), default=1,
+              help="2 or more: pass store_threshold and --max-tracker-size to a vLLM-interface manager's factory and "
+                   "explore its admission (N2).")
+@click.option("--max-tracker-size", type=click.IntRange(1, 4), default=2,
+              help="With --store-threshold: N2's offer tracker (its keys are part of the state, so it is small).")
 @click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,
                      hashes: int | None, touch_max: int, store_max: int, max_pins: int, distinguished: int,
-                     idle_only: bool, interface: str, request_calls: int, replay: bool, quiet: bool) -> None:
+                     idle_only: bool, interface: str, request_calls: int, store_threshold: int, max_tracker_size: int,
+                     replay: bool, quiet: bool) -> None:
     """Prove every reachable state conforms (or every state within --depth calls).
 
     Exit status 0: all conform; 1: a violation (clause and shortest call sequence
@@ -219,13 +236,16 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
             speaks = target_modes(kind, factory, target, name, interface)[0]
         except (FactoryLoadError, TargetSetupError) as error:
             raise click.UsageError(str(error)) from None
+        admission = (store_threshold, max_tracker_size) if store_threshold >= 2 else None
+        if admission is not None and (kind, speaks) != ("manager", "vllm"):
+            raise click.UsageError("--store-threshold (N2) applies to managers written against vLLM's interface")
         for cap in range(1, capacity + 1):
             try:
                 run = run_exhaustive(factory, kind=kind, policy=name, capacity=cap, depth=depth, hashes=hashes,
                                      touch_max=touch_max, store_max=store_max, max_pins=max_pins,
                                      distinguished=distinguished, source=source,
                                      imports=imports, progress=progress, snapshots=not replay, idle=idle_only,
-                                     interface=speaks, request_calls=request_calls)
+                                     interface=speaks, request_calls=request_calls, admission=admission)
             except TypeError as error:  # the factory does not take the suite's keywords
                 click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
                 raise SystemExit(2) from None

@@ -206,10 +206,15 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         """``LockstepWorld.probe``: ``judge.probe_calls`` with the alphabet's forgotten hashes
         and ``capacity`` hashes never in the alphabet."""
         self.observing = False
-        if self.model.blocks():
-            for op in probe_calls(self.model, list(dict.fromkeys(self.inflight)), self.forgotten(),
-                                  self.probe_hashes[: self.capacity]):
-                self.apply(op)
+        for op in self.probe_ops():
+            self.apply(op)
+
+    def probe_ops(self) -> list[ManagerOp]:
+        """``probe``'s calls (none when the model holds no block)."""
+        if not self.model.blocks():
+            return []
+        return probe_calls(self.model, list(dict.fromkeys(self.inflight)), self.forgotten(),
+                           self.probe_hashes[: self.capacity])
 
     # -- observations -------------------------------------------------------------------
     def observed(self) -> list[bytes]:

@@ -25,11 +25,18 @@ changes for a manager:
 - where the target has ``reset_cache``, every state has one more call: it, then
   (0.33) ``on_reset_flushed``; the model starts afresh, the loads and stores in flight are
   never completed (K7's fence), no event announces the drop, and an open request goes on
-  with what it observed forgotten (K7).
+  with what it observed forgotten (K7);
+- with ``admission`` (``store_threshold`` >= 2 and a ``max_tracker_size``, passed to the
+  factory), an offer stores only the keys N2 admits (``spec.admission``: the judge's model
+  counts every offer); only admitted keys are store misses (K6) or observed (K5). The
+  tracker (its keys in order, counts up to the threshold) is part of the state and its keys
+  stay distinguished from fresh ones; the probe offers each alphabet key the model does not
+  hold once (a tracker the target keeps otherwise admits otherwise), and its fresh keys
+  one at a time, ``store_threshold`` times each (N2 admits them on the last).
 
 Not explored here (``kvoffload conform`` covers them): key positions, touches and
-completed loads inside a request, other requests' calls but stores while one is open, admission
-(N2), batches of more than a few keys and a second KV-cache group (mutation testing
+completed loads inside a request, other requests' calls but stores while one is open,
+batches of more than a few keys and a second KV-cache group (mutation testing
 shows each: docs/mutation-report.md, ``vllm033-cpu-mc``). With no positions, N9's
 request ranks (vLLM 0.33's ``LRUCachePolicy``) order keys as L1's recency with K5's
 request end does, so LRU targets of either order are judged by L1 (the checker proved
@@ -42,6 +49,7 @@ import copy
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from ...spec.admission import ReferenceAdmission
 from ...spec.keyed import RequestAccess, request_finished
 from ..judge import Verdict, invoke
 from ..lockstep.vllm import as_contract_manager, as_contract_policy
@@ -68,14 +76,16 @@ REQUEST_CALLS = 2
 OTHERS = "prepare_store of another request"
 
 
-def vllm_calls_text(request_calls: int) -> str:
+def vllm_calls_text(request_calls: int, admission: tuple[int, int] | None = None) -> str:
     """What the alphabet's text adds for a vLLM-interface manager (``exhaustive``)."""
     requests = (f"or of a request spanning up to {request_calls} prepare_store/prepare_load calls (and completions) "
                 "between on_new_request and on_request_finished, other requests' stores among them (K5), "
                 if request_calls else "")
+    admits = (f", admission: store_threshold={admission[0]}, max_tracker_size={admission[1]} (N2)"
+              if admission else "")
     return ("; through vLLM's interface (K2): hashes are OffloadKeys of KV-cache group 0, each call a request of its "
             f"own {requests}lookups per key (lookup(key, ctx): HIT/HIT_PENDING/MISS, K1), a store's misses told to "
-            "the policy first, once per request (K6), reset_cache where the target has it (K7)")
+            f"the policy first, once per request (K6), reset_cache where the target has it (K7){admits}")
 
 
 def offload_keys(hashes: Sequence[bytes]) -> list[bytes]:
@@ -94,16 +104,27 @@ class VllmManagerWorld(ManagerWorld):
 
     def __init__(self, build: Callable[[], Any], capacity: int, policy: str, hashes: list[bytes],
                  touch_max: int = 2, construct: str = "make()", imports: list[str] | None = None,
-                 request_calls: int = REQUEST_CALLS, **rest: Any) -> None:
+                 request_calls: int = REQUEST_CALLS, admission: tuple[int, int] | None = None, **rest: Any) -> None:
         """``ManagerWorld``'s arguments; ``request_calls``: the most offers and loads of a request
-        spanning calls (K5; 0: every call a request of its own)."""
+        spanning calls (K5; 0: every call a request of its own); ``admission``: the target's
+        ``(store_threshold, max_tracker_size)`` (N2; the factory builds it with them)."""
         super().__init__(lambda: as_contract_manager(build()), capacity, policy, offload_keys(hashes), touch_max,
                          f"as_contract_manager({construct})", imports, **rest)
         self.request_calls = request_calls
+        if admission is not None:
+            self.judge.admission = ReferenceAdmission(*admission)
+
+    @property
+    def tracker(self) -> ReferenceAdmission | None:
+        """N2's offer counts in the model (the judge's), ``None`` without admission."""
+        return self.judge.admission
 
     def in_state(self) -> set[bytes]:
-        """The model's hashes and those the open request observed (not fresh: it remembers them)."""
+        """The model's hashes, those the open request observed and those N2's tracker counts
+        (not fresh: they are remembered)."""
         held = super().in_state()
+        if self.tracker is not None:
+            held |= self.tracker.counts.keys()
         return held if self.access is None else held | set(self.access.observed)
 
     def enabled(self) -> list[ManagerOp]:
@@ -131,6 +152,9 @@ class VllmManagerWorld(ManagerWorld):
                 self.calls_in_request += 1
             return
         absent = [h for h in dict.fromkeys(hashes) if self.judge.ref(h) is None]
+        if self.tracker is not None and absent:  # N2: keys not admitted are no store misses (K6) nor observed (K5)
+            admitted = set(self.tracker.preview(list(hashes), lambda h: self.judge.ref(h) is not None))
+            absent = [h for h in absent if h in admitted]
         if self.access is None:  # K6: the store misses reach the policy before the store
             self.judge.store_misses(absent)
             super().apply(op)
@@ -179,22 +203,54 @@ class VllmManagerWorld(ManagerWorld):
         request_finished(self.judge.model.policy, access)
 
     def caller_key(self, name: Relabel) -> Hashable:
-        """The open request: what it observed (in order), inserted, reused and reported (K5, K6)."""
+        """The open request: what it observed (in order), inserted, reused and reported (K5,
+        K6); N2's tracker: its keys, least recently offered first, with their counts up to the
+        threshold (beyond it every count admits alike)."""
+        tracker = self.tracker
+        counts = () if tracker is None else tuple((name(h), min(count, tracker.store_threshold))
+                                                  for h, count in tracker.counts.items())
         access = self.access
         if access is None:
-            return None
-        return (tuple(map(name, access.observed)), *(frozenset(map(name, keys)) for keys in
+            return counts
+        return (counts, tuple(map(name, access.observed)), *(frozenset(map(name, keys)) for keys in
                 (access.inserted, access.reused, access.store_misses)), self.calls_in_request)
 
     def copy_parts(self) -> None:
         super().copy_parts()
         self.access = copy.deepcopy(self.access)
+        if self.tracker is not None:
+            self.judge.admission = copy.deepcopy(self.tracker)
 
     def probe(self) -> None:
-        """``ManagerWorld.probe`` once the open request finished (K5: its end is judged too)."""
+        """``ManagerWorld.probe`` once the open request finished (K5: its end is judged too);
+        with admission, before its fresh keys' offers, each alphabet key the model does not
+        hold offered once (a store it admits dropped again, M7): the target's tracker shows (N2)."""
         if self.access is not None:
             self.apply(FINISH)
-        super().probe()
+        if self.tracker is None:
+            super().probe()
+            return
+        self.observing = False
+        ops = self.probe_ops()
+        fresh = sum(op[0] == "prepare_store" for op in ops)  # the last calls (``probe_ops``)
+        for op in ops[: len(ops) - fresh]:
+            self.apply(op)
+        for h in self.pool:
+            if self.judge.ref(h) is None:
+                self.apply(("prepare_store", (h,), True))
+                if self.judge.ref(h) == -1:
+                    self.apply(("complete_store", (h,), False))
+        for op in ops[len(ops) - fresh:]:
+            self.apply(op)
+
+    def probe_ops(self) -> list[ManagerOp]:
+        """``ManagerWorld.probe_ops``; with admission, its fresh keys offered one at a time,
+        ``store_threshold`` times each (N2 admits each on its last offer)."""
+        ops = super().probe_ops()
+        if self.tracker is None or not ops:
+            return ops
+        *before, (_, fresh, _) = ops
+        return [*before, *(("prepare_store", (h,), True) for h in fresh for _ in range(self.tracker.store_threshold))]
 
     def render(self, index: int, name: Callable[[object], str]) -> str:
         call = {RESET: "m.reset_cache()", OPEN: "m.request = m.context()", FINISH: "m.finish_request()"}
