@@ -55,7 +55,7 @@ def _model_checked(suite: Suite) -> tuple[tuple[str, ...], str, str]:
 
     states = 0
     for capacity in range(1, suite.capacity + 1):
-        admission = (suite.store_threshold, suite.max_tracker_size or 1) if suite.store_threshold >= 2 else None
+        admission = (suite.store_threshold, suite.max_tracker_size) if suite.max_tracker_size else None
         run = run_exhaustive(suite_factory(suite), kind=suite.kind, policy=suite.mode, capacity=capacity,
                              interface="vllm", distinguished=0, request_calls=suite.request_calls,
                              admission=admission)

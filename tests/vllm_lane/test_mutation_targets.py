@@ -45,8 +45,8 @@ def test_the_model_checker_target_kills_a_mutant_of_the_running_release(tmp_path
     of the manager, the mutant is refuted by the first."""
     target = VLLM033_CPU_MC if RUNNING == "0.33" else VLLM_CPU_MC
     assert all(suite.capacity for runs in target.suites.values() for suite in runs)
-    admission = [(s.max_tracker_size, s.request_calls) for s in target.suites["manager.py"] if s.store_threshold >= 2]
-    assert admission == [(1, 0), (2, 0)]  # N2 judged by the checker too, with trackers of 1 and 2 keys
+    admission = [(s.store_threshold, s.max_tracker_size) for s in target.suites["manager.py"] if s.max_tracker_size]
+    assert admission == [(2, 1), (2, 2), (1, 1)]  # N2 judged by the checker too: trackers of 1 and 2 keys, and off
     root = build_scratch(target, source_dir(target, sys.executable), tmp_path)
     lru = root / target.package / "policies" / "lru.py"
     original, mutated = "self._update_recency(reversed(list(keys)))", "self._update_recency(list(keys))"

@@ -181,35 +181,42 @@ def _tracker_bug(bug: str) -> Any:
 rewritten, newest_out, no_refresh, unprotected = map(_tracker_bug, ("", "newest_out", "no_refresh", "unprotected"))
 
 
-def _checked(factory: Any, capacity: int, tracker: int) -> Any:
+def _checked(factory: Any, capacity: int, admission: tuple[int, int]) -> Any:
     name = factory.__name__
     return run_exhaustive(factory, policy="lru", capacity=capacity, interface="vllm", source=name,
                           imports=[f"from {__name__} import {name}"], distinguished=0, request_calls=0,
-                          admission=(2, tracker))
+                          admission=admission)
 
 
-@pytest.mark.parametrize(("factory", "capacity", "tracker"),
-                         [(vllm_lru, 1, 2), (vllm_lru, 2, 1), (ours_lru, 1, 2), (rewritten, 1, 2)])
+@pytest.mark.parametrize(("factory", "capacity", "admission"),
+                         [(vllm_lru, 1, (2, 2)), (vllm_lru, 2, (2, 1)), (vllm_lru, 2, (1, 1)), (ours_lru, 1, (2, 2)),
+                          (rewritten, 1, (2, 2))])
 def test_N2_model_checker_proves_admission_of_vllm_and_our_managers(factory: Any, capacity: int,
-                                                                   tracker: int) -> None:
-    """Every reachable state of a manager built with ``store_threshold=2`` (N2's tracker in
-    the state): vLLM's own, ours, and the tracker rewritten without a bug."""
-    run = _checked(factory, capacity, tracker)
+                                                                   admission: tuple[int, int]) -> None:
+    """Every reachable state of a manager built with ``store_threshold`` and ``max_tracker_size``
+    (N2's tracker in the state; at threshold 1 admission is off): vLLM's own, ours, and the
+    tracker rewritten without a bug."""
+    run = _checked(factory, capacity, admission)
     assert run.ok and run.result.complete, run.report()
     plain = run_exhaustive(factory, policy="lru", capacity=capacity, interface="vllm", distinguished=0,
                            request_calls=0)
-    assert run.result.states > plain.result.states, (run.summary(), plain.summary())  # the tracker is state
-    assert f"store_threshold=2, max_tracker_size={tracker} (N2)" in run.alphabet()
+    assert plain.ok and plain.result.complete, plain.report()
+    if admission[0] >= 2:  # the tracker is state
+        assert run.result.states > plain.result.states, (run.summary(), plain.summary())
+    assert f"store_threshold={admission[0]}, max_tracker_size={admission[1]} (admission" in run.alphabet()
 
 
-@pytest.mark.parametrize(("factory", "tracker"), [(vllm_threshold_3, 2), (vllm_no_admission, 2), (newest_out, 2),
-                                                  (no_refresh, 2), (unprotected, 1)])
-def test_N2_model_checker_refutes_wrong_admission_with_a_shortest_reproduction(factory: Any, tracker: int) -> None:
-    """Admission one offer late or off, and three tracker bugs: refuted naming N2, by a
-    reproduction that builds the manager with the threshold and fails as printed."""
-    run = _checked(factory, 2, tracker)
+@pytest.mark.parametrize(("factory", "admission"), [(vllm_threshold_3, (2, 2)), (vllm_no_admission, (2, 2)),
+                                                    (newest_out, (2, 2)), (no_refresh, (2, 2)), (unprotected, (2, 1)),
+                                                    (vllm_tracker_at_threshold_1, (1, 1))])
+def test_N2_model_checker_refutes_wrong_admission_with_a_shortest_reproduction(factory: Any,
+                                                                              admission: tuple[int, int]) -> None:
+    """Admission one offer late, off, or on at threshold 1, and three tracker bugs: refuted
+    naming N2, by a reproduction that builds the manager with those keywords and fails as
+    printed."""
+    run = _checked(factory, 2, admission)
     failure = run.result.failure
     assert failure is not None and "N2" in failure.clauses[:2], run.report()
     assert len(run.result.failing_path) <= 4, run.report()
-    assert f"store_threshold=2, max_tracker_size={tracker})" in failure.reproduction
+    assert f"store_threshold={admission[0]}, max_tracker_size={admission[1]})" in failure.reproduction
     assert isinstance(run_reproduction(failure.reproduction), AssertionError), failure.reproduction

@@ -110,6 +110,13 @@ def _keywords(arguments: dict[str, int]) -> str:
     return "".join(f", {key}={value}" for key, value in arguments.items())
 
 
+def _admission(store_threshold: int, max_tracker_size: int | None) -> tuple[int, int] | None:
+    """N2's ``(store_threshold, max_tracker_size)`` for the factory, or ``None`` (neither passed)."""
+    if store_threshold < 2 and max_tracker_size is None:
+        return None
+    return store_threshold, max_tracker_size or 2
+
+
 def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., Any], str, list[str]]:
     """(factory called with the suite's keywords, its source form, imports). ``impl``'s manager:
     its core compiled first (the search times the compiled code, not its plain-Python twin)."""
@@ -204,14 +211,16 @@ def run_exhaustive(
                    "(K5); 0: every call a request of its own (a smaller space).")
 @click.option("--store-threshold", type=click.IntRange(min=1), default=1,
               help="2 or more: pass store_threshold and --max-tracker-size to a vLLM-interface manager's factory and "
-                   "explore its admission (N2).")
-@click.option("--max-tracker-size", type=click.IntRange(1, 4), default=2,
-              help="With --store-threshold: N2's offer tracker (its keys are part of the state, so it is small).")
+                   "explore its admission (N2); 1 with --max-tracker-size: both passed, admission off.")
+@click.option("--max-tracker-size", type=click.IntRange(1, 4), default=None,
+              help="N2's offer tracker (its keys are part of the state, so it is small)  [default with "
+                   "--store-threshold 2 or more: 2]")
 @click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,
                      hashes: int | None, touch_max: int, store_max: int, max_pins: int, distinguished: int,
-                     idle_only: bool, interface: str, request_calls: int, store_threshold: int, max_tracker_size: int,
+                     idle_only: bool, interface: str, request_calls: int, store_threshold: int,
+                     max_tracker_size: int | None,
                      replay: bool, quiet: bool) -> None:
     """Prove every reachable state conforms (or every state within --depth calls).
 
@@ -236,7 +245,7 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
             speaks = target_modes(kind, factory, target, name, interface)[0]
         except (FactoryLoadError, TargetSetupError) as error:
             raise click.UsageError(str(error)) from None
-        admission = (store_threshold, max_tracker_size) if store_threshold >= 2 else None
+        admission = _admission(store_threshold, max_tracker_size)
         if admission is not None and (kind, speaks) != ("manager", "vllm"):
             raise click.UsageError("--store-threshold (N2) applies to managers written against vLLM's interface")
         for cap in range(1, capacity + 1):

@@ -32,7 +32,9 @@ changes for a manager:
   tracker (its keys in order, counts up to the threshold) is part of the state and its keys
   stay distinguished from fresh ones; the probe offers each alphabet key the model does not
   hold once (a tracker the target keeps otherwise admits otherwise), and its fresh keys
-  one at a time, ``store_threshold`` times each (N2 admits them on the last).
+  one at a time, ``store_threshold`` times each (N2 admits them on the last). At
+  ``store_threshold`` 1 (the tracker's size passed too) admission is off: every offer
+  stores every absent key, whatever a tracker would have counted.
 
 Not explored here (``kvoffload conform`` covers them): key positions, touches and
 completed loads inside a request, other requests' calls but stores while one is open,
@@ -81,8 +83,8 @@ def vllm_calls_text(request_calls: int, admission: tuple[int, int] | None = None
     requests = (f"or of a request spanning up to {request_calls} prepare_store/prepare_load calls (and completions) "
                 "between on_new_request and on_request_finished, other requests' stores among them (K5), "
                 if request_calls else "")
-    admits = (f", admission: store_threshold={admission[0]}, max_tracker_size={admission[1]} (N2)"
-              if admission else "")
+    admits = (f", store_threshold={admission[0]}, max_tracker_size={admission[1]} "
+              f"({'admission' if admission[0] >= 2 else 'admission off'}: N2)" if admission else "")
     return ("; through vLLM's interface (K2): hashes are OffloadKeys of KV-cache group 0, each call a request of its "
             f"own {requests}lookups per key (lookup(key, ctx): HIT/HIT_PENDING/MISS, K1), a store's misses told to "
             f"the policy first, once per request (K6), reset_cache where the target has it (K7){admits}")
@@ -111,8 +113,10 @@ class VllmManagerWorld(ManagerWorld):
         super().__init__(lambda: as_contract_manager(build()), capacity, policy, offload_keys(hashes), touch_max,
                          f"as_contract_manager({construct})", imports, **rest)
         self.request_calls = request_calls
-        if admission is not None:
+        if admission is not None and admission[0] >= 2:
             self.judge.admission = ReferenceAdmission(*admission)
+        elif admission is not None:  # store_threshold 1 with a tracker size: admission off (N2)
+            self.judge.threshold_one = True
 
     @property
     def tracker(self) -> ReferenceAdmission | None:
