@@ -220,8 +220,7 @@ def run_exhaustive(
 def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,
                      hashes: int | None, touch_max: int, store_max: int, max_pins: int, distinguished: int,
                      idle_only: bool, interface: str, request_calls: int, store_threshold: int,
-                     max_tracker_size: int | None,
-                     replay: bool, quiet: bool) -> None:
+                     max_tracker_size: int | None, replay: bool, quiet: bool) -> None:
     """Prove every reachable state conforms (or every state within --depth calls).
 
     Exit status 0: all conform; 1: a violation (clause and shortest call sequence
@@ -239,13 +238,13 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
     started = time.perf_counter()
     progress = None if quiet else functools.partial(click.echo, err=True)
     runs: list[ExhaustiveRun] = []
+    admission = _admission(store_threshold, max_tracker_size)
     for name in policies:
         try:
             factory, source, imports = resolve_target(target, kind, name)
             speaks = target_modes(kind, factory, target, name, interface)[0]
         except (FactoryLoadError, TargetSetupError) as error:
             raise click.UsageError(str(error)) from None
-        admission = _admission(store_threshold, max_tracker_size)
         if admission is not None and (kind, speaks) != ("manager", "vllm"):
             raise click.UsageError("--store-threshold (N2) applies to managers written against vLLM's interface")
         for cap in range(1, capacity + 1):

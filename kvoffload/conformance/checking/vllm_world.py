@@ -228,33 +228,27 @@ class VllmManagerWorld(ManagerWorld):
     def probe(self) -> None:
         """``ManagerWorld.probe`` once the open request finished (K5: its end is judged too);
         with admission, before its fresh keys' offers, each alphabet key the model does not
-        hold offered once (a store it admits dropped again, M7): the target's tracker shows (N2)."""
+        hold offered once (a store it admits dropped again, M7): the target's tracker shows
+        (N2); then the fresh keys offered one at a time, ``store_threshold`` times each."""
         if self.access is not None:
             self.apply(FINISH)
-        if self.tracker is None:
+        tracker = self.tracker
+        if tracker is None:
             super().probe()
             return
         self.observing = False
-        ops = self.probe_ops()
-        fresh = sum(op[0] == "prepare_store" for op in ops)  # the last calls (``probe_ops``)
-        for op in ops[: len(ops) - fresh]:
+        ops = self.probe_ops()  # its last call (if any) stores the fresh keys that evict every block
+        for op in ops[:-1]:
             self.apply(op)
         for h in self.pool:
             if self.judge.ref(h) is None:
                 self.apply(("prepare_store", (h,), True))
                 if self.judge.ref(h) == -1:
                     self.apply(("complete_store", (h,), False))
-        for op in ops[len(ops) - fresh:]:
-            self.apply(op)
-
-    def probe_ops(self) -> list[ManagerOp]:
-        """``ManagerWorld.probe_ops``; with admission, its fresh keys offered one at a time,
-        ``store_threshold`` times each (N2 admits each on its last offer)."""
-        ops = super().probe_ops()
-        if self.tracker is None or not ops:
-            return ops
-        *before, (_, fresh, _) = ops
-        return [*before, *(("prepare_store", (h,), True) for h in fresh for _ in range(self.tracker.store_threshold))]
+        for _, fresh, _ in ops[-1:]:  # one key at a time, ``store_threshold`` offers each (admitted on the last)
+            for h in fresh:
+                for _ in range(tracker.store_threshold):
+                    self.apply(("prepare_store", (h,), True))
 
     def render(self, index: int, name: Callable[[object], str]) -> str:
         call = {RESET: "m.reset_cache()", OPEN: "m.request = m.context()", FINISH: "m.finish_request()"}
