@@ -115,6 +115,48 @@ def test_copies_and_replays_explore_the_same_space() -> None:
             replayed.states, replayed.transitions, replayed.diameter)
 
 
+class _StartsRecorded(ManagerWorld):
+    """A world that records the state each call starts from, hash for hash, after how many calls
+    (``starts``: shared by its copies)."""
+
+    starts: list[Any]
+
+    def apply(self, op: Any) -> None:
+        from kvoffload.conformance.checking.policy_state import manager_key, policy_key
+
+        self.starts.append((len(self.history), policy_key(self.model.policy, hash), manager_key(self.target, hash), op))
+        super().apply(op)
+
+
+@pytest.mark.parametrize("factory", [impl.arc_manager, reference.reference_arc_manager])
+def test_calls_made_in_place_start_from_the_state_hash_for_hash(factory: Any) -> None:
+    """An exact world makes its calls on itself and forgets those that leave its state as it
+    was. A touch swapping two pending blocks leaves the key unchanged (they are interchangeable)
+    but renames them: every call must still start from the state keyed, hash for hash (the
+    calls listed for it name its hashes), and the state left for ``explore`` is that one."""
+    from kvoffload.conformance.checking import model_checker
+
+    world = _StartsRecorded(lambda: factory(num_blocks=2, enable_events=True), 2, "arc", hash_alphabet(6))
+    h, world.starts = world.pool, []
+    world.apply(("prepare_store", (h[1], h[2]), True))
+    key, labels = world.fingerprint(), dict(world.labels or {})
+    swapped = world.fork()
+    assert swapped is not None
+    swapped.apply(("touch", (h[1],), True))
+    assert swapped.fingerprint() == key and swapped.labels != labels  # one key, the hashes renamed
+    calls, path = world.enabled(), list(world.history)
+    world.starts.clear()
+    frontier = [(key, world)]
+    [(found, transitions, failed)] = model_checker._expand_level(frontier, {key: None}, lambda w, _: w.fork())
+    assert failed is None and transitions == len(calls) and found
+    level = [start for start in world.starts if start[0] == len(path)]  # the probes' calls come later
+    assert [op for *_, op in level] == calls
+    assert all(start[1:3] == level[0][1:3] for start in level)
+    kept = frontier[0][1]
+    assert list(kept.model.policy.t1) == [h[1], h[2]]
+    assert kept.fingerprint() == key and kept.labels == labels and kept.history == path
+
+
 def test_exact_keys_add_no_state_for_conforming_targets() -> None:
     """The production manager's whole state and a reference-part manager's are keyed
     (exact), block ids left out: for a conforming target the key is a function of the

@@ -145,7 +145,7 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         return ops
 
     def fingerprint(self) -> Hashable:
-        name = Relabel(self.pool[: self.fixed])
+        name = self.relabel()
         lists = policy_key(self.model.policy, name)
         loads: tuple[tuple[int, ...], ...] = tuple(sorted(tuple(map(name, load)) for load in self.inflight))
         if self.exact:  # block ids are handles (symmetry): the target's free blocks are in its key

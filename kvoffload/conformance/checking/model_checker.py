@@ -39,7 +39,7 @@ import attrs
 from ..judge import Verdict
 from ..reports.result import CallLog, ConformanceFailure
 from .policy_state import shallow
-from .symmetry import DISTINGUISHED
+from .symmetry import DISTINGUISHED, Relabel
 
 __all__ = ["LockstepWorld", "Exploration", "explore"]
 
@@ -55,6 +55,8 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     model: Any
     exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
     last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
+    labels: Relabel | None = None  # the renaming of the last ``fingerprint`` (``relabel``)
+    in_place = True  # an exact world makes its calls on itself (``_expand``); False: each on a copy
 
     needs: tuple[str, ...] = ()  # the imports every reproduction of this world makes
 
@@ -118,6 +120,17 @@ class LockstepWorld(abc.ABC, Generic[Op]):
         model, and changes the order of a target still remembering one (``probe``)."""
         in_state = self.in_state()
         return tuple(h for h in self.pool if h not in in_state)
+
+    def relabel(self) -> Relabel:
+        """A fresh renaming for ``fingerprint`` (``symmetry.Relabel``), kept as ``labels``: two states with
+        one key are one state up to renaming, and the same state when their ``labels`` agree too."""
+        self.labels = Relabel(self.pool[: self.fixed])
+        return self.labels
+
+    def forget_last(self) -> None:
+        """Drop the last call from the path: it left the state as it was (``_expand``)."""
+        self.history.pop()
+        self._log = None
 
     def _names(self) -> CallLog:
         """The reproduction's log (alphabet, then the calls): a message naming hashes
@@ -214,19 +227,36 @@ _LEVEL: tuple[Any, Any, Any] = (None, None, None)  # the level being expanded: f
 def _expand(start: int, stop: int) -> Run:
     """Judge every call out of states ``start:stop`` of the level (``_LEVEL``), in search order (``Run``).
     Each target state's hidden state is probed: when it merges into a known state (unless its key holds it
-    all: ``exact``), and when new (the states kept are rebuilt by ``explore``: this copy is spent)."""
+    all: ``exact``), and when new (the states kept are rebuilt by ``explore``: this copy is spent).
+    An ``exact`` world makes each call on itself, with a spare copy made beforehand: a call that leaves the
+    state as it was, hash for hash (a refused store, a touch of absent hashes: about half of them), is
+    forgotten and costs no copy; one that changes it takes the spare's place (``frontier`` then holds the spare).
+    Equal keys alone would not do: they may rename hashes (a touch swapping two pending blocks), and the calls
+    listed for the state would then not be its canonical ones."""
     frontier, parents, copy_of = _LEVEL
     found: list[tuple[int, Any, Hashable]] = []
     seen: set[Hashable] = set()
     transitions = 0
     for index in range(start, stop):
         key, world = frontier[index]
+        labels = world.labels if world.fingerprint() == key else None  # (always equal: each key is its state's)
+        spare: LockstepWorld[Any] | None = None  # ``world``'s state, for the call after one that changes it
         for op in world.enabled():
-            child = copy_of(world, key)
             transitions += 1
+            if world.exact and world.in_place:  # the call made on the state itself (docstring)
+                spare = spare or copy_of(world, key)
+                child = world
+            else:
+                child = copy_of(world, key)
             try:
                 child.apply(op)
                 child_key = child.fingerprint()
+                if child is world:
+                    if child_key == key and world.labels == labels:  # the same state, hash for hash: forgotten
+                        world.forget_last()
+                        continue
+                    world, spare = spare, None
+                    frontier[index] = (key, world)  # (in this process, ``explore`` copies the state from it)
                 if child_key in parents or child_key in seen:
                     if not child.exact:  # a target's hidden state, once, before it merges
                         child.probe()

@@ -107,7 +107,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         return ops
 
     def fingerprint(self) -> Hashable:
-        name = Relabel(self.pool[: self.fixed])
+        name = self.relabel()
         return policy_key(self.model, name), readable_key(self.target, name)
 
     def copy_parts(self) -> None:
