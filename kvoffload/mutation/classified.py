@@ -384,4 +384,37 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _VP33 + "factory.py|64:23|core/ReplaceComparisonOperator_Is_IsNot#0": (UNREACHABLE, (
         "inverts the module_path test for an unregistered policy name: the factory convention "
         "only asks for the registered 'lru'/'arc', which return before this line")),
+    # seed 8 (40 drawn, 2026-11-28): every survivor judged, none a gap
+    _M33 + "289:73|core/ReplaceBinaryOperator_Sub_BitAnd#4": (UNREACHABLE, (
+        "`&` for `-` in the count of offers admission skipped: stores_skipped_in_current_batch is read only by "
+        "get_stats (metrics, no clause); every answer is the same")),
+    _M33 + "427:38|core/ReplaceComparisonOperator_NotEq_Lt#1": (EQUIVALENT, (
+        "`<` for `!=` in on_request_finished's stale-request guard: a request's state records the manager's "
+        "cache generation when it is made, and the generation only grows (reset_cache adds 1), so a recorded "
+        "generation is never above the current one: the two tests agree")),
+    _M33 + "236:59|core/NumberReplacer#31": (EQUIVALENT, (
+        "the assertion after a load pins an idle chunk checks `>= -1` for `>= 0`: the count of evictable "
+        "chunks counts the idle ready chunks, never below 0, so neither assertion fails")),
+    _M33 + "287:40|core/NumberReplacer#43": (EQUIVALENT, (
+        "an offer never counted reads as -1 for 0 in the admission test `count >= store_threshold`: the "
+        "threshold is at least 1, so both are below it")),
+    _M33 + "458:34|core/NumberReplacer#56": (EQUIVALENT, (
+        "reset_cache adds 2 to the cache generation for 1: the generation is only compared for equality "
+        "(`!=`) with the one a request recorded, which differs after a reset either way")),
+    _M33 + "459:43|core/NumberReplacer#58": (UNREACHABLE, (
+        "reset_cache leaves the evictable-chunk count at 1 for 0: prepare_store's early refusal then "
+        "passes one chunk too soon, but the policy's evict returns None (P5: LRU pushes its picks back, ARC "
+        "selects before it changes anything), so the store is refused all the same; only get_stats' usage "
+        "gauge differs (metrics, no clause)")),
+    _VP33 + "base.py|71:4|core/RemoveDecorator#3": (EQUIVALENT, (
+        "removes @abstractmethod from CachePolicy.remove: LRU and ARC both define remove, so every policy "
+        "the factory builds behaves the same")),
+    _VP33 + "lru.py|81:39|core/ReplaceBinaryOperator_Mul_BitAnd#0": (EQUIVALENT, (
+        "`2 & len(...)` for `2 * len(...)` in the compaction threshold (it compacts from 64 entries): "
+        "compaction rebuilds the lazy heap from the same evictable keys and ranks (evict skips stale "
+        "entries anyway), so victims are the same; only memory and time differ")),
+    _VP33 + "lru.py|115:49|core/NumberReplacer#21": (EQUIVALENT, (
+        "an unpositioned insert's rank is (next_rank, -1) for (next_rank, 0): its first part is a fresh "
+        "next_rank no other key or request rank shares (request ranks, touches and inserts each take the "
+        "next one), so the second part never decides an order")),
 }
