@@ -32,7 +32,7 @@ from ...spec import BlockStatus, make_reference_policy
 from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
 from .model_checker import LockstepWorld
 from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, twin_blocks
-from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
+from .symmetry import DISTINGUISHED, canonical_calls, distinguished_text
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
 
