@@ -159,12 +159,14 @@ def _checked(suite: Suite) -> tuple[Suite, ...]:
     ARC's requests making one offer or load (vLLM's LRU manager at 3 takes ~4 min, its ARC
     manager at 2 with two offers per request much longer). Admission (N2): every call a request
     of its own, the tracker of 1 key (an offer of two, one tracked, fills it) and of 2 (which
-    of two keys it pushes out), at threshold 2, and at 1 with a tracker of 1 (admission off)."""
+    of two keys it pushes out), at threshold 2; at 3 with a tracker of 1 (a key offered once or
+    twice is not stored yet: a tracker built only at threshold 2 escapes the runs at 2); and at
+    1 with a tracker of 1 (admission off)."""
     if suite.kind == "policy":
         return (replace(suite, capacity=3 if suite.mode == "lru" else 2),)
     if suite.store_threshold >= 2:
         return tuple(replace(suite, capacity=2, request_calls=0, store_threshold=threshold, max_tracker_size=size)
-                     for threshold, size in ((2, 1), (2, 2), (1, 1)))
+                     for threshold, size in ((2, 1), (2, 2), (3, 1), (1, 1)))
     return (replace(suite, capacity=2, request_calls=2 if suite.mode == "lru" else 1),)
 
 

@@ -46,7 +46,8 @@ def test_the_model_checker_target_kills_a_mutant_of_the_running_release(tmp_path
     target = VLLM033_CPU_MC if RUNNING == "0.33" else VLLM_CPU_MC
     assert all(suite.capacity for runs in target.suites.values() for suite in runs)
     admission = [(s.store_threshold, s.max_tracker_size) for s in target.suites["manager.py"] if s.max_tracker_size]
-    assert admission == [(2, 1), (2, 2), (1, 1)]  # N2 judged by the checker too: trackers of 1 and 2 keys, and off
+    # N2 judged by the checker too: trackers of 1 and 2 keys, threshold 3 (above the lowest), and off
+    assert admission == [(2, 1), (2, 2), (3, 1), (1, 1)]
     root = build_scratch(target, source_dir(target, sys.executable), tmp_path)
     lru = root / target.package / "policies" / "lru.py"
     original, mutated = "self._update_recency(reversed(list(keys)))", "self._update_recency(list(keys))"

@@ -189,13 +189,13 @@ def _checked(factory: Any, capacity: int, admission: tuple[int, int]) -> Any:
 
 
 @pytest.mark.parametrize(("factory", "capacity", "admission"),
-                         [(vllm_lru, 1, (2, 2)), (vllm_lru, 2, (2, 1)), (vllm_lru, 2, (1, 1)), (ours_lru, 1, (2, 2)),
-                          (rewritten, 1, (2, 2))])
+                         [(vllm_lru, 1, (2, 2)), (vllm_lru, 2, (2, 1)), (vllm_lru, 1, (3, 2)), (vllm_lru, 2, (1, 1)),
+                          (ours_lru, 1, (2, 2)), (ours_lru, 1, (3, 1)), (rewritten, 1, (2, 2))])
 def test_N2_model_checker_proves_admission_of_vllm_and_our_managers(factory: Any, capacity: int,
                                                                    admission: tuple[int, int]) -> None:
     """Every reachable state of a manager built with ``store_threshold`` and ``max_tracker_size``
-    (N2's tracker in the state; at threshold 1 admission is off): vLLM's own, ours, and the
-    tracker rewritten without a bug."""
+    (N2's tracker in the state; at threshold 1 admission is off; 3 is above the lowest, where a
+    key offered twice is still not stored): vLLM's own, ours, and the tracker rewritten without a bug."""
     run = _checked(factory, capacity, admission)
     assert run.ok and run.result.complete, run.report()
     plain = run_exhaustive(factory, policy="lru", capacity=capacity, interface="vllm", distinguished=0,
