@@ -19,7 +19,8 @@ done
 wait
 failed=0
 for i in "${!commands[@]}"; do
-    read -r rc seconds <"$out/$i.rc"
+    rc="no status (killed?)" seconds="?"
+    [ -f "$out/$i.rc" ] && read -r rc seconds <"$out/$i.rc"
     printf '== %s (%ss)\n' "${commands[$i]}" "$seconds"
     cat "$out/$i.log"
     if [ "$rc" != 0 ]; then
