@@ -418,12 +418,12 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "held when it was pushed (pushes and rebuilds read `self._ranks[key]`), so they differ only on a "
         "stale entry equal to the key's current rank, which duplicates the current entry of the same key; "
         "evict selects each key at most once, so the victims are the same")),
-    _VP33 + "lru.py|148:16|core/ReplaceContinueWithBreak#1": (NOT_EQUIVALENT, (
+    _VP33 + "lru.py|148:16|core/ReplaceContinueWithBreak#1": (KILLED_NOW, (
         "a request's observation stops at the first key it does not raise (`break` for `continue`): the "
         "keys after it keep lower ranks, and victims chosen while the request is open differ (N9: each key "
-        "takes (number, -p) only if that raises it). A gap: the N9 machine never makes an open request "
-        "observe, in one call, a key ranked above its number before one ranked below, then evict while it "
-        "is open (docs/mutation-report.md, seed 9)")),
+        "takes (number, -p) only if that raises it). It survived the seed-9 suite, which never made an open "
+        "request observe, in one call, a key ranked above its number before one ranked below; the N9 "
+        "machine's `observe` turn now does (re-judged with --only: killed, N9 named first)")),
     _VP33 + "base.py|71:4|core/RemoveDecorator#3": (EQUIVALENT, (
         "removes @abstractmethod from CachePolicy.remove: LRU and ARC both define remove, so every policy "
         "the factory builds behaves the same")),

@@ -26,6 +26,10 @@ MUTANTS: dict[str, tuple[str, str]] = {
     "touch_not_reversed": ("self._update_recency(reversed(list(keys)))", "self._update_recency(list(keys))"),
     # a request keeps its rank across reset_cache (the generation is not checked)
     "generation_unchecked": ("or state.cache_generation != self._cache_generation", "or False"),
+    # a request's observation stops at the first key it does not raise: the keys after it keep
+    # lower ranks (mutation testing's seed-9 sample of 0.33's lru.py, docs/mutation-report.md)
+    "observation_stops_early": ("            if self._ranks[key] >= rank:\n                continue\n",
+                                "            if self._ranks[key] >= rank:\n                break\n"),
 }
 
 

@@ -111,13 +111,18 @@ class VllmManagerMachine(ManagerMachine):
 
     def draw_capacity(self, data: st.DataObject) -> int:
         """Mostly the small capacities; now and then the large arm (``LARGE_CAPACITIES``); in an
-        admission run, now and then threshold 1 (``THRESHOLD_ONE_ONE_IN``)."""
+        admission run, now and then threshold 1 (``THRESHOLD_ONE_ONE_IN``), in the large arm
+        when the run's tracker is smaller than that arm's offers (N2)."""
         # a seeded coin, not integers(1, N): hypothesis' small-range draws follow its
         # mutations of earlier examples, which left the arm out of whole runs
         arm = random.Random(data.draw(st.integers(0, 2**32 - 1), label="arm seed"))
         self.large = arm.randrange(LARGE_ONE_IN) == 0
         if self.threshold >= 2 and arm.randrange(THRESHOLD_ONE_ONE_IN) == 0:
             self.threshold = 1  # N2: admission off whatever the tracker's size (no draw: the seeds keep their calls)
+            # only an offer longer than the tracker shows one kept at threshold 1: the large arm's
+            # are, when the tracker is smaller (a coin here would rarely land: hypothesis reuses
+            # a few dozen arm seeds in a run)
+            self.large = self.large or (self.max_tracker_size or DEFAULT_MAX_TRACKER_SIZE) < LARGE_BATCH
         if self.large:
             capacity: int = data.draw(st.sampled_from(LARGE_CAPACITIES), label="num_blocks")
             return capacity

@@ -30,6 +30,7 @@ class RankOrderManagerMachine(VllmManagerMachine):
 
     lru_order: ClassVar[str] = "request-rank"
     cuts_positioned_offers: ClassVar[bool] = False
+    turns: ClassVar[tuple[str, ...]] = (*VllmManagerMachine.turns, "observe")
 
     @initialize(data=st.data())
     def setup(self, data: st.DataObject) -> None:
@@ -87,3 +88,28 @@ class RankOrderManagerMachine(VllmManagerMachine):
             {h: order[stems.index(h[:-4])] for h in self.pool if not (every_other and stems.index(h[:-4]) % 2)})
         self.exercised("N9")
         return request
+
+    @implements("N9", "K5")
+    def _turn_observe(self, request: OpenRequest, data: st.DataObject, opened: list[OpenRequest]) -> None:
+        """N9's "only if that raises its rank", both ways in one call. The open request
+        observes one ready key (so it has its number), requests of their own touch some
+        other ready keys (fresh numbers, above the request's), then the request offers
+        ready keys new to it, those and older ones in a drawn order (present keys are
+        observed, not pinned: evictable at once at their new ranks), and others fill the
+        cache and store, evicting while it is still open (its end re-ranks every key it
+        observed)."""
+        fresh = [h for h in self.ready() if h not in request.access.observed]
+        if len(fresh) < 3:
+            return
+        first = data.draw(st.sampled_from(fresh), label="first observed")
+        self._offer(request.access, [first], data)
+        rest = [h for h in fresh if h != first and h in self.judge.ready_set()]
+        if len(rest) < 2:
+            return
+        self._enter(None)
+        self.call("touch", self.draw_unique(data, rest, "renumbered", most=2), "list")
+        self._enter(request)
+        self._offer(request.access, self.draw_unique(data, rest, "observed", least=2), data)
+        self._enter(None)
+        self._fill(data)
+        self._turn_others(request, data, opened)
