@@ -37,6 +37,23 @@ _REBUILD_OR_PUSH = (
     "(and maybe compacting): both leave a heap in which every evictable key has an entry at its current rank "
     "(stale entries are skipped by _is_current, a duplicate by selected_keys; equal entries are equal "
     "(rank, key) pairs), so victims are the same; only time and memory differ")
+#: vLLM 0.33's LRU: a changed compaction threshold (after what the mutant does)
+_COMPACTION_ONLY = ("compaction rebuilds the lazy heap from the same evictable keys and ranks (evict skips stale "
+                    "entries anyway), so victims are the same; only memory and time differ")
+#: a request state's cache generation tested with `is not` (vLLM 0.32 and 0.33 managers)
+_GENERATION_OBJECT = (
+    "a request's state holds the very int object the manager's generation was when the state was made (a slots "
+    "dataclass keeps the reference), and reset_cache rebinds the generation to a new, larger int, so the two are "
+    "equal exactly when they are the same object, however many resets")
+#: vLLM 0.33's evictable-chunk count one too high (after where it is set)
+_EVICTABLE_COUNT_PLUS_ONE = (
+    "prepare_store's early refusal then passes one chunk too soon, but the policy's evict returns None (P5: LRU "
+    "pushes its picks back, ARC selects before it changes anything), so the store is refused all the same")
+#: an out-of-tree policy's subclass assertion inverted (vLLM 0.32 and 0.33 factories)
+_OUT_OF_TREE_ASSERT = (
+    "inverts the subclass assertion on an out-of-tree policy loaded via module_path: the "
+    "factory convention only asks for the registered 'lru'/'arc', which never reach the "
+    "out-of-tree path")
 
 CLASSIFIED: dict[str, tuple[str, str]] = {
     _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
@@ -296,10 +313,7 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "module path fails in import_module with AttributeError instead of ValueError; an out-of-tree one raises "
         "ValueError): the factory convention only asks for the registered 'lru'/'arc', which "
         "return before this line")),
-    _VP + "factory.py|81:15|core/AddNot#3": (UNREACHABLE, (
-        "inverts the subclass assertion on an out-of-tree policy loaded via module_path: the "
-        "factory convention only asks for the registered 'lru'/'arc', which never reach the "
-        "out-of-tree path")),
+    _VP + "factory.py|81:15|core/AddNot#3": (UNREACHABLE, _OUT_OF_TREE_ASSERT),
     _M + "279:73|core/ReplaceBinaryOperator_Sub_RShift#4": (UNREACHABLE, (
         "the skipped-store counter of store_threshold admission (`>>` for `-`): read only by "
         "get_stats (metrics, no clause); every answer is the same")),
@@ -330,11 +344,8 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "a weaker internal assertion after a 0 -> 1 load (`>= -1`): the evictable count is exact, "
         "so the original assertion never fails either")),
     _M + "405:38|core/ReplaceComparisonOperator_NotEq_IsNot#1": (EQUIVALENT, (
-        "`state.cache_generation is not self._cache_generation`: a request's state holds the very int "
-        "object the generation was when the state was made (a slots dataclass keeps the reference), and "
-        "reset_cache rebinds the generation to a new, larger int, so the two are equal exactly when they "
-        "are the same object, however many resets (first classified a gap past 257 resets, as if the "
-        "state held a copy; corrected 2026-11-28)")),
+        f"`state.cache_generation is not self._cache_generation`: {_GENERATION_OBJECT} (first classified a gap "
+        "past 257 resets, as if the state held a copy; corrected 2026-11-28)")),
     _M + "167:16|core/ReplaceContinueWithBreak#2": (KILLED_NOW, (
         "_record_request_cache_access stops at the first key the request saw before: the keys "
         "after it in the same call are not observed, so the request's end leaves their recency "
@@ -404,10 +415,8 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "reset_cache adds 2 to the cache generation for 1: the generation is only compared for equality "
         "(`!=`) with the one a request recorded, which differs after a reset either way")),
     _M33 + "459:43|core/NumberReplacer#58": (UNREACHABLE, (
-        "reset_cache leaves the evictable-chunk count at 1 for 0: prepare_store's early refusal then "
-        "passes one chunk too soon, but the policy's evict returns None (P5: LRU pushes its picks back, ARC "
-        "selects before it changes anything), so the store is refused all the same; only get_stats' usage "
-        "gauge differs (metrics, no clause)")),
+        f"reset_cache leaves the evictable-chunk count at 1 for 0: {_EVICTABLE_COUNT_PLUS_ONE}; only "
+        "get_stats' usage gauge differs (metrics, no clause)")),
     _M33 + "440:30|core/ReplaceComparisonOperator_Eq_GtE#4": (EQUIVALENT, (
         "`>=` for `==` in on_request_finished's test that every key of a group has a position: `positions` "
         "is a dict built from the group's keys, so it never has more entries than the group has keys and "
@@ -431,30 +440,22 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "the factory builds behaves the same")),
     _VP33 + "lru.py|81:39|core/ReplaceBinaryOperator_Mul_BitAnd#0": (EQUIVALENT, (
         "`2 & len(...)` for `2 * len(...)` in the compaction threshold (it compacts from 64 entries): "
-        "compaction rebuilds the lazy heap from the same evictable keys and ranks (evict skips stale "
-        "entries anyway), so victims are the same; only memory and time differ")),
+        f"{_COMPACTION_ONLY}")),
     _VP33 + "lru.py|115:49|core/NumberReplacer#21": (EQUIVALENT, (
         "an unpositioned insert's rank is (next_rank, -1) for (next_rank, 0): its first part is a fresh "
         "next_rank no other key or request rank shares (request ranks, touches and inserts each take the "
         "next one), so the second part never decides an order")),
     # seed 10 (40 drawn, 2026-11-28): every survivor judged, none a gap
     _M33 + "155:38|core/ReplaceComparisonOperator_NotEq_IsNot#0": (EQUIVALENT, (
-        "`is not` for `!=` in the stale-request guard: a request's state holds the very int object the "
-        "manager's generation was when the state was made (a slots dataclass keeps the reference), and "
-        "reset_cache rebinds the generation to a new, larger int, so the two are equal exactly when they are "
-        "the same object, however many resets (not only while the int is cached)")),
+        f"`is not` for `!=` in the stale-request guard: {_GENERATION_OBJECT} (not only while the int is cached)")),
     _M33 + "83:48|core/NumberReplacer#6": (UNREACHABLE, (
-        "the evictable-chunk count starts at 1 for 0: prepare_store's early refusal then passes one chunk "
-        "too soon, but the policy's evict returns None (P5: LRU pushes its picks back, ARC selects before it "
-        "changes anything), so the store is refused all the same; the count's assertions only weaken; only "
-        "get_stats' usage gauge differs (metrics, no clause)")),
+        f"the evictable-chunk count starts at 1 for 0: {_EVICTABLE_COUNT_PLUS_ONE}; the count's assertions only "
+        "weaken; only get_stats' usage gauge differs (metrics, no clause)")),
     _VP33 + "base.py|20:22|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
         "`>=` for `==` in order_request_keys: `positions` is a dict built from the keys, so it never has "
         "more entries than there are keys and the two tests agree")),
     _VP33 + "lru.py|81:39|core/ReplaceBinaryOperator_Mul_BitOr#0": (EQUIVALENT, (
-        "`2 | len(...)` for `2 * len(...)` in the compaction threshold: compaction rebuilds the lazy heap "
-        "from the same evictable keys and ranks (evict skips stale entries anyway), so victims are the same; "
-        "only memory and time differ")),
+        f"`2 | len(...)` for `2 * len(...)` in the compaction threshold: {_COMPACTION_ONLY}")),
     _VP33 + "lru.py|197:33|core/ReplaceComparisonOperator_Eq_LtE#3": (EQUIVALENT, (
         "a weaker assertion on a victim (`ref_cnt <= 0`): evict takes only keys in `_evictable`, which holds "
         "exactly the idle ready chunks (ref_cnt 0), so neither assertion fails")),
@@ -469,7 +470,5 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _VP33 + "lru.py|115:49|core/NumberReplacer#20": (EQUIVALENT, (
         "an unpositioned insert's rank is (next_rank, 1) for (next_rank, 0): its first part is a fresh "
         "next_rank no other key or request rank shares, so the second part never decides an order")),
-    _VP33 + "factory.py|81:15|core/AddNot#3": (UNREACHABLE, (
-        "inverts the subclass assertion on an out-of-tree policy loaded via module_path: the factory "
-        "convention only asks for the registered 'lru'/'arc', which never reach the out-of-tree path")),
+    _VP33 + "factory.py|81:15|core/AddNot#3": (UNREACHABLE, _OUT_OF_TREE_ASSERT),
 }
