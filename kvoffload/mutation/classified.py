@@ -471,4 +471,14 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "an unpositioned insert's rank is (next_rank, 1) for (next_rank, 0): its first part is a fresh "
         "next_rank no other key or request rank shares, so the second part never decides an order")),
     _VP33 + "factory.py|81:15|core/AddNot#3": (UNREACHABLE, _OUT_OF_TREE_ASSERT),
+    # vLLM 0.32, seed 11 (40 drawn, 2026-11-28): every survivor judged, none a gap
+    _VP + "lru.py|40:27|core/NumberReplacer#2": (EQUIVALENT, (
+        "a touched key's rank takes next_rank + 2 for + 1: ranks are only compared for order (the heap's "
+        "(rank, key) pairs) and for equality with the rank the same key was given (_is_current); next_rank "
+        "still only grows, inserts and touches still get distinct ranks, so every order is the same")),
+    _VP + "lru.py|55:33|core/NumberReplacer#4": (EQUIVALENT, (
+        f"heap compaction from 65 lazy entries instead of 64: {_COMPACTION_ONLY}")),
+    _VP + "lru.py|112:26|core/NumberReplacer#16": (EQUIVALENT, (
+        "clear() restarts ranks at 1 for 0: it clears every rank with them, so the ranks given after it are "
+        "fresh, distinct and increasing either way, and only their order and equality are read")),
 }
