@@ -70,7 +70,7 @@ def test_per_block_helpers_are_leaves_without_reference_counting() -> None:
 
     helpers = (lists.l_append, lists.l_prepend, lists.l_unlink, table.same_key, table.find, table.slot_of,
                table.table_delete, table.find_chunk, ghosts.g_drop, ghosts.g_append, heap.heap_push,
-               heap.heap_remove, evict.pick_victim, evict._prefetch_group, ops._renew_all)
+               heap.heap_remove, evict.pick_victim, evict._prefetch_victim, ops._renew_all)
     assert all(helper.targetoptions.get("_nrt") is False for helper in helpers)
     # The entry points and whatever allocates or returns views keep it.
     assert ops.touch.targetoptions.get("_nrt", True) is not False

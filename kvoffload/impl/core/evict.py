@@ -180,29 +180,24 @@ def choose_victims(a64, a32, a8, pf, n, out_vic, from_list, keys, side, lside): 
 
 # --------------------------------------------------------------------------- 3. apply
 @leaf()
-def _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, lo, hi, vtags, nxt):  # type: ignore[no-untyped-def]
-    """Victims ``lo … hi-1``'s tags (from their rows) into ``vtags``, prefetching their home slots and, for
-    ARC and S3-FIFO, the ghosts their trims may drop (``nxt``: the next such ghost of B1 / B2)."""
-    shift = np.uint64(meta[SHIFT])
-    tm = np.uint64(table.shape[0] - 1)
-    for j in range(lo, hi):
-        t = node_tag(keys, out_vic[j])
-        vtags[j - lo] = t
-        prefetch(table, home(t, shift, tm))
+def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, j, vtags, nxt):  # type: ignore[no-untyped-def]
+    """Victim ``j``'s tag (from its row) into ``vtags[j % CHUNK]``, prefetching its home slot and,
+    for ARC and S3-FIFO, the ghost its trim may drop (``nxt``: the next such ghost of B1 / B2)."""
+    t = node_tag(keys, out_vic[j])
+    vtags[j % CHUNK] = t
+    prefetch(table, home(t, np.uint64(meta[SHIFT]), np.uint64(table.shape[0] - 1)))
     if meta[NODES] == meta[CAP]:  # no ghosts (LRU, SIEVE)
         return
-    cap = meta[CAP]
-    for j in range(lo, hi):
-        g = from_list[j]
-        c = nxt[g]
-        if c < 0:
-            continue
-        x = c - cap
-        prefetch(table, home(np.uint64(gtag[x]) & _LO32, shift, tm))
-        prefetch(keys, c)
-        prefetch(lst, c)
-        prefetch(gprev, x)
-        nxt[g] = gnext[x]
+    g = from_list[j]
+    c = nxt[g]
+    if c < 0:
+        return
+    x = c - meta[CAP]
+    prefetch(table, home(np.uint64(gtag[x]) & _LO32, np.uint64(meta[SHIFT]), np.uint64(table.shape[0] - 1)))
+    prefetch(keys, c)
+    prefetch(lst, c)
+    prefetch(gprev, x)
+    nxt[g] = gnext[x]
 
 
 @leaf()
@@ -222,9 +217,17 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list, vtags, nxt):
     gtag = ghost_tags(a32, meta)
     nxt[0] = meta[gslot(0, GHOST_HEAD)]  # prefetch hints only
     nxt[1] = meta[gslot(1, GHOST_HEAD)]
+    # A rolling prefetch, ``ahead`` victims before use: the misses of that many overlap and each
+    # line arrives just in time. (Groups of CHUNK prefetched at once, before: each group's first
+    # victims waited for their lines, and no group overlapped the next. At 10^6 blocks this
+    # step went from 73 to 46 ns per victim for LRU, 170 to 106 for ARC; distances 4, 12, 16
+    # and 24 were slower than 8.)
+    ahead = 8
+    for j in range(min(ahead, n)):
+        _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, j, vtags, nxt)
     for k in range(n):
-        if k % CHUNK == 0:
-            _prefetch_group(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, k, min(k + CHUNK, n), vtags, nxt)
+        if k + ahead < n:
+            _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, k + ahead, vtags, nxt)
         nd = out_vic[k]
         tag = vtags[k % CHUNK]
         s = slot_of(table, shift, tag, nd)
