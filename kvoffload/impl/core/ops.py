@@ -45,7 +45,7 @@ from .lists import l_append, l_unlink
 from .marks import touch_marks
 from .state import find_all, load, scratch, unpack, unpack_io
 from .store import prepare_store
-from .table import CHUNK, find, find_chunk, fingerprint, table_delete, tag_of
+from .table import find, find_batch, fingerprint, table_delete, tag_of
 
 __all__ = [
     "arc_finish",
@@ -71,14 +71,7 @@ def lookup(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-un
     shift = np.uint64(meta[SHIFT])
     mask = np.uint64(meta[FPMASK])
     tags, nodes, slots, from_list, side, lside, vtags, seen = scratch(io)
-    for lo in range(0, n, CHUNK):  # the answer is a prefix: at most one chunk past it is read
-        hi = min(lo + CHUNK, n)
-        find_chunk(table, keys, shift, mask, q[lo:hi], lens[lo:hi], 0, hi - lo, tags, nodes, slots, lst, ref)
-        for i in range(hi - lo):
-            nd = nodes[i]
-            if nd < 0 or lst[nd] > T2 or ref[nd] < 0:
-                return lo + i
-    return n
+    return find_batch(table, keys, shift, mask, q, lens, n, tags, nodes, slots, lst, ref, True)
 
 
 @leaf()

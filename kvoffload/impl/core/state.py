@@ -44,7 +44,7 @@ from .layout import (
     TS,
     span,
 )
-from .table import CHUNK, find_chunk
+from .table import find_batch
 
 #: ``fspan(field, cap, ghosts)``: ``layout.span`` for compiled code.
 fspan = kernel(inline="always")(span)
@@ -143,11 +143,10 @@ def load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
 
 @leaf()
 def find_into(table, keys, meta, lst, ref, q, lens, n, tags, nodes, slots):  # type: ignore[no-untyped-def]
-    """``tags``, ``nodes`` and ``slots`` of the batch (``table.find_chunk``, ``CHUNK`` hashes at a time)."""
+    """``tags``, ``nodes`` and ``slots`` of the batch (``table.find_batch``)."""
     shift = np.uint64(meta[SHIFT])
     mask = np.uint64(meta[FPMASK])
-    for lo in range(0, n, CHUNK):
-        find_chunk(table, keys, shift, mask, q, lens, lo, min(lo + CHUNK, n), tags, nodes, slots, lst, ref)
+    find_batch(table, keys, shift, mask, q, lens, n, tags, nodes, slots, lst, ref, False)
 
 
 @kernel(inline="always")
