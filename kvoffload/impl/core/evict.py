@@ -189,7 +189,8 @@ _RING = 2 * _AHEAD
 
 
 @leaf()
-def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, j, vtags, nxt):  # type: ignore[no-untyped-def]
+def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta,  # type: ignore[no-untyped-def]
+                     out_vic, from_list, j, vtags, nxt):
     """Victim ``j``'s tag (from its row) into ``vtags[j % _RING]``, prefetching its home slot and,
     for ARC and S3-FIFO, the ghost its trim may drop (``nxt``: the next such ghost of B1 / B2)."""
     t = node_tag(keys, out_vic[j])

@@ -219,7 +219,8 @@ def _find_exact(table, keys, q, lens, i, tags, slots, nodes):  # type: ignore[no
 
 
 @leaf()
-def find_batch(table, keys, shift, mask, q, lens, n, tags, nodes, slots, lst, ref, prefix):  # type: ignore[no-untyped-def]
+def find_batch(table, keys, shift, mask, q, lens, n,  # type: ignore[no-untyped-def]
+               tags, nodes, slots, lst, ref, prefix):
     """``find`` for batch hashes ``0 … n-1``, overlapping cache misses; returns ``n``, or with
     ``prefix`` (M1's lookup) the index of the first hash that is absent or not ready, there
     to stop: at most ``2 * STAGE_DISTANCE`` hashes past it are read.
