@@ -68,7 +68,7 @@ def test_per_block_helpers_are_leaves_without_reference_counting() -> None:
     atomic incref/decref per array argument cost more than their work."""
     from kvoffload.impl.core import evict, ghosts, heap, lists, ops, table
 
-    helpers = (lists.l_append, lists.l_prepend, lists.l_unlink, table.same_key, table.find, table.slot_of,
+    helpers = (lists.l_append, lists.l_prepend, lists.l_unlink, table.same_key, table.probe, table.find, table.slot_of,
                table.table_delete, table.find_batch, ghosts.g_drop, ghosts.g_append, heap.heap_push,
                heap.heap_remove, evict.pick_victim, evict._prefetch_victim, ops._renew_all)
     assert all(helper.targetoptions.get("_nrt") is False for helper in helpers)

@@ -371,17 +371,19 @@ def _result(capacity: int, policy: str, config: tuple[int, str, int], passes: di
     }
 
 
-def _warm_passes(batches: list[int], scenarios: list[str], policies: list[str], seed: int) -> None:
-    """One untimed pass of the production manager through every configuration at a small
-    capacity, per policy, before anything is timed: without it the first timed pass paid
-    for the process's first calls at full size (its prepare_load up to ~30% dearer than the
-    same pass run second)."""
-    from kvoffload.impl import CPUOffloadingManager
-
+def _warm_passes(batches: list[int], scenarios: list[str], policies: list[str], seed: int,
+                 build: dict[str, Callable[[int], Any]] | None) -> None:
+    """One untimed pass of the production manager (``builders``' or ``build``'s ``impl``)
+    through every configuration at a small capacity, per policy, before anything is timed:
+    without it the first timed pass paid for the process's first calls at full size (its
+    prepare_load up to ~30% dearer than the same pass run second)."""
+    if not batches or not scenarios:
+        return
+    capacity = 8 * max(batches)
+    configs = [(batch, scenario, 8 * batch) for batch in batches for scenario in scenarios]
     for policy in policies:
-        capacity = 8 * max(batches)
-        configs = [(batch, scenario, 8 * batch) for batch in batches for scenario in scenarios]
-        manager_passes("warm", lambda c: CPUOffloadingManager(c, policy=policy), capacity, configs, seed + 1)
+        make = (build if build is not None else builders(policy, False, False))["impl"]
+        manager_passes("warm", make, capacity, configs, seed + 1)
 
 
 def _batch_configs(console: Any, caps: list[int], batches: list[int], policies: list[str],
@@ -393,7 +395,7 @@ def _batch_configs(console: Any, caps: list[int], batches: list[int], policies: 
     first call where they differ. vLLM's manager (another implementation, whose ARC is
     another algorithm) is timed on the same workload and not compared here."""
     results: list[dict[str, Any]] = []
-    _warm_passes(batches, scenarios, policies, seed)
+    _warm_passes(batches, scenarios, policies, seed, build)
     for capacity in caps:
         # Each configuration sees roughly the same number of blocks, at least a few
         # requests, and at large capacities enough to leave the caches.

@@ -189,13 +189,14 @@ _RING = 2 * _AHEAD
 
 
 @leaf()
-def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta,  # type: ignore[no-untyped-def]
+def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift,  # type: ignore[no-untyped-def]
                      out_vic, from_list, j, vtags, nxt):
     """Victim ``j``'s tag (from its row) into ``vtags[j % _RING]``, prefetching its home slot and,
     for ARC and S3-FIFO, the ghost its trim may drop (``nxt``: the next such ghost of B1 / B2)."""
+    tm = np.uint64(table.shape[0] - 1)
     t = node_tag(keys, out_vic[j])
     vtags[j % _RING] = t
-    prefetch(table, home(t, np.uint64(meta[SHIFT]), np.uint64(table.shape[0] - 1)))
+    prefetch(table, home(t, shift, tm))
     if meta[NODES] == meta[CAP]:  # no ghosts (LRU, SIEVE)
         return
     g = from_list[j]
@@ -203,7 +204,7 @@ def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta,  # type: ignore
     if c < 0:
         return
     x = c - meta[CAP]
-    prefetch(table, home(np.uint64(gtag[x]) & _LO32, np.uint64(meta[SHIFT]), np.uint64(table.shape[0] - 1)))
+    prefetch(table, home(np.uint64(gtag[x]) & _LO32, shift, tm))
     prefetch(keys, c)
     prefetch(lst, c)
     prefetch(gprev, x)
@@ -228,10 +229,11 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list, vtags, nxt):
     nxt[0] = meta[gslot(0, GHOST_HEAD)]  # prefetch hints only
     nxt[1] = meta[gslot(1, GHOST_HEAD)]
     for j in range(min(_AHEAD, n)):
-        _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, j, vtags, nxt)
+        _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift, out_vic, from_list, j, vtags, nxt)
     for k in range(n):
         if k + _AHEAD < n:
-            _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, out_vic, from_list, k + _AHEAD, vtags, nxt)
+            _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift, out_vic, from_list, k + _AHEAD,
+                             vtags, nxt)
         nd = out_vic[k]
         tag = vtags[k % _RING]
         s = slot_of(table, shift, tag, nd)

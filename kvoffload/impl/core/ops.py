@@ -43,9 +43,9 @@ from .layout import (
 from .ghosts import gslot
 from .lists import l_append, l_unlink
 from .marks import touch_marks
-from .state import find_all, load, scratch, unpack, unpack_io
+from .state import find_all, find_into, load, scratch, unpack, unpack_io
 from .store import prepare_store
-from .table import find, find_batch, fingerprint, table_delete, tag_of
+from .table import find, fingerprint, table_delete, tag_of, unready
 
 __all__ = [
     "arc_finish",
@@ -68,10 +68,8 @@ def lookup(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-un
     w = load(addr, n, q, lens, meta)
     if w < 0:
         return w
-    shift = np.uint64(meta[SHIFT])
-    mask = np.uint64(meta[FPMASK])
     tags, nodes, slots, from_list, side, lside, vtags, seen = scratch(io)
-    return find_batch(table, keys, shift, mask, q, lens, n, tags, nodes, slots, lst, ref, True)
+    return find_into(table, keys, meta, lst, ref, q, lens, n, tags, nodes, slots, True)
 
 
 @leaf()
@@ -79,7 +77,7 @@ def _first_unloadable(nodes, lst, ref, n, info):  # type: ignore[no-untyped-def]
     """M2, M3: index of the first absent (info[1] = 0) or pending (1) hash, or -1."""
     for i in range(n):
         nd = nodes[i]
-        if nd < 0 or lst[nd] > T2 or ref[nd] < 0:
+        if unready(nd, lst, ref):
             info[0] = i
             info[1] = 0 if nd < 0 or lst[nd] > T2 else 1
             return i

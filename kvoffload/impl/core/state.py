@@ -142,16 +142,17 @@ def load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
 
 
 @leaf()
-def find_into(table, keys, meta, lst, ref, q, lens, n, tags, nodes, slots):  # type: ignore[no-untyped-def]
-    """``tags``, ``nodes`` and ``slots`` of the batch (``table.find_batch``)."""
+def find_into(table, keys, meta, lst, ref, q, lens, n, tags, nodes, slots, prefix):  # type: ignore[no-untyped-def]
+    """``tags``, ``nodes`` and ``slots`` of the batch (``table.find_batch``); ``n``, or with
+    ``prefix`` (M1) the index of the first hash that is not ready, where it stopped."""
     shift = np.uint64(meta[SHIFT])
     mask = np.uint64(meta[FPMASK])
-    find_batch(table, keys, shift, mask, q, lens, n, tags, nodes, slots, lst, ref, False)
+    return find_batch(table, keys, shift, mask, q, lens, n, tags, nodes, slots, lst, ref, prefix)
 
 
 @kernel(inline="always")
 def find_all(table, keys, meta, lst, ref, q, lens, n, io):  # type: ignore[no-untyped-def]
     """``(tags, nodes, slots)`` of the batch, in ``io``'s scratch (``find_into``)."""
     work = scratch(io)
-    find_into(table, keys, meta, lst, ref, q, lens, n, work[0], work[1], work[2])
+    find_into(table, keys, meta, lst, ref, q, lens, n, work[0], work[1], work[2], False)
     return work[0], work[1], work[2]

@@ -108,19 +108,32 @@ def same_key(keys, nd, q, i, length, tag):  # type: ignore[no-untyped-def]
 
 
 @leaf()
-def find(table, keys, shift, q, i, length, tag):  # type: ignore[no-untyped-def]
-    """(slot, node) of batch hash ``i``; node -1 and the empty slot ending the probe if absent."""
+def probe(table, keys, q, i, length, tag, s):  # type: ignore[no-untyped-def]
+    """(slot, node) of batch hash ``i``, probing from slot ``s`` on (its home slot, or a later
+    slot of its probe with no match before it); node -1 and the empty slot ending the probe
+    if absent. A tag match is only a candidate: the full hash decides (I8)."""
     m = table.shape[0] - 1
-    s = home(tag, shift, np.uint64(m))
     while True:
         v = table[s]
         if v == 0:
-            return s, -1
+            return s, np.int64(-1)
         if (v >> _U32) == tag:
             nd = np.int64(v & _LO32) - 1
             if same_key(keys, nd, q, i, length, tag):
                 return s, nd
         s = (s + 1) & m
+
+
+@leaf()
+def find(table, keys, shift, q, i, length, tag):  # type: ignore[no-untyped-def]
+    """(slot, node) of batch hash ``i``; node -1 and the empty slot ending the probe if absent."""
+    return probe(table, keys, q, i, length, tag, home(tag, shift, np.uint64(table.shape[0] - 1)))
+
+
+@leaf()
+def unready(nd, lst, ref):  # type: ignore[no-untyped-def]
+    """M1, M2: node ``nd`` (-1: absent) is no ready block: absent, a ghost, or pending."""
+    return nd < 0 or lst[nd] > T2 or ref[nd] < 0
 
 
 @leaf()
@@ -200,20 +213,7 @@ def _find_candidate(table, keys, i, tags, slots, lst, ref):  # type: ignore[no-u
 @leaf()
 def _find_exact(table, keys, q, lens, i, tags, slots, nodes):  # type: ignore[no-untyped-def]
     """Stage 3: the full comparison (I8), resuming the probe exactly where stage 2 stopped."""
-    m = table.shape[0] - 1
-    t = tags[i]
-    s = slots[i]
-    nd = np.int64(-1)
-    while True:
-        v = table[s]
-        if v == 0:
-            break
-        if (v >> _U32) == t:
-            c = np.int64(v & _LO32) - 1
-            if same_key(keys, c, q, i, lens[i], t):
-                nd = c
-                break
-        s = (s + 1) & m
+    s, nd = probe(table, keys, q, i, lens[i], tags[i], slots[i])
     slots[i] = s
     nodes[i] = nd
 
@@ -240,7 +240,6 @@ def find_batch(table, keys, shift, mask, q, lens, n,  # type: ignore[no-untyped-
             _find_candidate(table, keys, i + d, tags, slots, lst, ref)
         if i >= 0:
             _find_exact(table, keys, q, lens, i, tags, slots, nodes)
-            nd = nodes[i]
-            if prefix and (nd < 0 or lst[nd] > T2 or ref[nd] < 0):
+            if prefix and unready(nodes[i], lst, ref):
                 return i
     return n
