@@ -451,27 +451,22 @@ class CPUOffloadingManager(OffloadingManager):
         return self._ghost_lists(self._meta.tolist())
 
     def _ghost_lists(self, meta: list[int]) -> list[list[BlockHash]]:
-        """``ghost_lists`` from ``meta`` read as a list."""
+        """``ghost_lists`` from ``meta`` read as a list. Each key row is read through one
+        byte view of the rows (the model checker keys every state by it: a gather of the
+        rows would cost more than the few ghosts of its small caches)."""
         cap = self.num_blocks
         gnext = self._gnext.tolist()
-        chains: list[list[int]] = []
+        width = self._keys.shape[1] * 8
+        rows = self._keys.data.cast("B")  # C order: row nd at nd * width
+        ghosts: list[list[BlockHash]] = []
         for g in range(L.LIST_COUNT):
             chain, nd = [], meta[ghost_slot(g, GHOST_HEAD)]
-            while nd >= 0:
-                chain.append(nd)
+            while nd >= 0:  # row_head: the length in the low half, a tag above
+                start = nd * width
+                length = int.from_bytes(rows[start : start + 8], sys.byteorder) & L.LOW_HALF
+                chain.append(BlockHash(rows[start + 8 : start + 8 + length].tobytes()))
                 nd = gnext[nd - cap]
-            chains.append(chain)
-        nodes = [nd for chain in chains for nd in chain]
-        data = self._keys[nodes].tobytes() if nodes else b""
-        width = self._keys.shape[1] * 8
-        hashes = []
-        for start in range(0, len(data), width):  # row_head: the length in the low half, a tag above
-            length = int.from_bytes(data[start : start + 8], sys.byteorder) & L.LOW_HALF
-            hashes.append(BlockHash(data[start + 8 : start + 8 + length]))
-        ghosts, at = [], 0
-        for chain in chains:  # the gathered hashes back into their lists
-            ghosts.append(hashes[at : at + len(chain)])
-            at += len(chain)
+            ghosts.append(chain)
         return ghosts
 
     def policy_view(self) -> dict[str, Any]:
@@ -492,10 +487,11 @@ class CPUOffloadingManager(OffloadingManager):
         cap = self.num_blocks
         blk, ts, ref = self._lst[:cap].tolist(), self._ts[:cap].tolist(), self._ref[:cap].tolist()
         objects = self._objects
-        lists = tuple(
-            tuple((objects[i], ref[i]) for i in sorted((i for i in range(cap) if blk[i] == tag), key=ts.__getitem__))
-            for tag in range(L.T1, L.T1 + L.LIST_COUNT)
-        )
+        listed: list[list[tuple[BlockHash, int]]] = [[] for _ in range(L.LIST_COUNT)]
+        for i in sorted(range(cap), key=ts.__getitem__):  # one pass, oldest first, into each list
+            if L.T1 <= blk[i] < L.T1 + L.LIST_COUNT:
+                listed[blk[i] - L.T1].append((objects[i], ref[i]))
+        lists = tuple(map(tuple, listed))
         meta = self._meta.tolist()
         ghosts = tuple(tuple(chain) for chain in self._ghost_lists(meta))
         marks: tuple[tuple[BlockHash, int], ...] = ()

@@ -87,8 +87,8 @@ def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
         handed_out = len(getattr(backend, "_handed_out", ()))
         return readable_key(target, name), backend and (backend.get_num_free_blocks(), handed_out)
     lists, ghosts, marks, hand, p, free = state()
-    return (tuple(tuple((name(h), ref) for h, ref in listed) for listed in lists),
-            tuple(tuple(map(name, chain)) for chain in ghosts),
+    return (tuple([tuple([(name(h), ref) for h, ref in listed]) for listed in lists]),
+            tuple([tuple(map(name, chain)) for chain in ghosts]),
             tuple(sorted((name(h), mark) for h, mark in marks)),
             None if hand is None else name(hand), p, free)
 
