@@ -123,3 +123,27 @@ def test_K6_arc_store_misses_is_a_touch_of_the_unreported_absent_keys() -> None:
         CPUOffloadingManager(4, policy="lru").arc_store_misses(pool[:1])
     with pytest.raises(ValueError, match="K6"):
         impl.arc_store_misses(pool[:2], [True])
+
+
+def test_A5_ghost_lists_read_back_hashes_of_every_length() -> None:
+    """``ghost_lists`` (and ``logical_state``, which the model checker keys states by) read each
+    ghost's hash back from its key row: short hashes, 32-byte ones, and longer ones that widen
+    every row mid-run, in B1 and B2, oldest first, as the reference keeps them."""
+    rng = random.Random(7)
+    pool = [BlockHash(rng.randbytes(length)) for length in (1, 7, 8, 9, 31, 32, 33, 40, 64, 65) for _ in range(2)]
+    ref, impl = ReferenceManager(4, policy="arc"), CPUOffloadingManager(4, policy="arc")
+    saw_ghosts = set()
+    for _ in range(200):
+        hashes = rng.sample(pool, rng.randint(1, 2))
+        out, ours = ref.prepare_store(hashes), impl.prepare_store(hashes)
+        assert (out is None) == (ours is None)
+        if out is not None and ours is not None:
+            ref.complete_store(out.block_hashes_to_store)
+            impl.complete_store(ours.block_hashes_to_store)
+        touched = rng.sample(pool, 2)
+        ref.touch(touched)
+        impl.touch(touched)
+        assert _impl_view(impl) == _view(ref)
+        assert impl.ghost_lists() == _view(ref)[1]
+        saw_ghosts.update(len(h) for ghosts in impl.ghost_lists() for h in ghosts)
+    assert {1, 32, 33, 65} <= saw_ghosts  # rows of every width were read back
