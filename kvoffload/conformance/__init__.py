@@ -8,7 +8,7 @@ from ``kvoffload.conformance.pytest_support``. Copy handlers: ``check_handler``;
 tiers: ``check_tier``, ``check_shared_table``. CLI: ``kvoffload conform manager
 MODULE:FACTORY [--policy lru|arc|any] [--strict] [--interface auto|contract|vllm]``;
 targets written against vLLM's own interfaces are detected and judged by
-``kvoffload.conformance.lockstep.vllm`` (K1–K8; needs vLLM).
+``kvoffload.conformance.lockstep.vllm`` (K1–K9; needs vLLM).
 """
 
 from .lockstep.adopting import AdoptingPolicy

@@ -43,7 +43,7 @@ OPTIONS = (
 INTERFACE_OPTION = click.option(
     "--interface", type=click.Choice(["auto", "contract", "vllm"]), default="auto", show_default=True,
     help="vllm: the target is written against vLLM 0.32/0.33's OffloadingManager or CachePolicy "
-         "(K1-K8; needs vLLM importable); auto: detected from its signatures, reported.")
+         "(K1-K9; needs vLLM importable); auto: detected from its signatures, reported.")
 POLICY_OPTIONS = (
     INTERFACE_OPTION,
     click.option("--lru-order", type=click.Choice(["auto", "recency", "request-rank"]), default="auto",

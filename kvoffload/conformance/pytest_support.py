@@ -36,7 +36,7 @@ class _Conformance:
     steps: int | None = None
     seed = 0
     #: "auto" (detected), "contract", or "vllm" for a target written against vLLM's
-    #: OffloadingManager / CachePolicy (K1–K8; needs vLLM importable)
+    #: OffloadingManager / CachePolicy (K1–K9; needs vLLM importable)
     interface = "auto"
 
     def _source(self) -> str:

@@ -73,7 +73,7 @@ def machine_for(
     lru_order: str = "recency",
 ) -> type[ConformanceMachine]:
     """A machine class bound to one target factory and mode (usable with hypothesis directly);
-    ``interface="vllm"``: the target is written against vLLM's interfaces (K1–K8);
+    ``interface="vllm"``: the target is written against vLLM's interfaces (K1–K9);
     ``admission``: ``(store_threshold, max_tracker_size)`` passed to a vLLM manager's
     factory and applied by the model when the threshold is 2 or more (N2); ``lru_order``:
     ``recency`` (L1) or ``request-rank`` (N9) for a vLLM-interface target with ``policy="lru"``."""

@@ -8,7 +8,7 @@ the original file, which the scratch copy keeps). Verdicts:
 - ``not equivalent, killed by the current suite``: a gap the run found and the suite has
   closed since (re-judged with ``cosmic-ray apply`` and the kill test; counted as killed);
 - ``unreachable``: a behaviour change only in code the factory convention never runs,
-  seen only through ``get_stats`` (metrics have no clause), or seen only after a
+  seen only through ``get_stats``' counters (no clause reads them; K9 judges its usage gauges), or seen only after a
   caller-protocol breach (C2, C3, K5's single finish), which the default kill test never
   makes (strict mode does); listed apart, and the report gives the kill rate both
   without and with them.
@@ -49,6 +49,9 @@ _GENERATION_OBJECT = (
 _EVICTABLE_COUNT_PLUS_ONE = (
     "prepare_store's early refusal then passes one chunk too soon, but the policy's evict returns None (P5: LRU "
     "pushes its picks back, ARC selects before it changes anything), so the store is refused all the same")
+#: the usage-gauge mutants get_stats alone showed (K9 judges the gauges since 2026-11-28)
+_K9 = (
+    "It survived the suite as it was (get_stats had no clause); K9 now judges the usage gauges at every take_events and kills it (re-judged 2026-11-28: K9)")
 #: an out-of-tree policy's subclass assertion inverted (vLLM 0.32 and 0.33 factories)
 _OUT_OF_TREE_ASSERT = (
     "inverts the subclass assertion on an out-of-tree policy loaded via module_path: the "
@@ -114,10 +117,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "store_threshold admission admits a key only on exactly its threshold-th offer, never "
         "after: unreachable under the factory convention; the admission suite (--store-threshold "
         "2, N2) kills it (re-judged)")),
-    _M + "225:52|core/NumberReplacer#29": (UNREACHABLE, (
-        "the evictable count is not lowered on a 0 -> 1 load: prepare_store's early `return None` "
-        "is skipped but the policy's evict still refuses, so every answer is the same; only "
-        "get_stats' usage gauge differs (metrics, no clause)")),
+    _M + "225:52|core/NumberReplacer#29": (KILLED_NOW, (
+        "the evictable count is not lowered on a 0 -> 1 load: every answer is the same (the policy's evict still refuses), but the cache-usage gauge reads low. "
+        f"{_K9}")),
     _M + "98:52|core/ReplaceBinaryOperator_Sub_BitXor#1": (KILLED_NOW, (
         "fresh chunks counted as capacity XOR allocated: after a failed store a chunk id equal to "
         "the capacity is handed out (a write past the CPU buffer). It survived the suite as it "
@@ -135,10 +137,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "`len(self._evictable) * 4` for `// 4` in the rebuild threshold: it only chooses between "
         "rebuilding the lazy heap and pushing the updated keys; both leave a heap over the same "
         "evictable keys and ranks, so victims are the same; only time differs")),
-    _M + "79:46|core/NumberReplacer#8": (UNREACHABLE, (
-        "the write-pending chunk counter starts at 1: it is only incremented, decremented and "
-        "zeroed on reset, and read only by get_stats' write/read usage gauges (metrics, no "
-        "clause); every answer is the same")),
+    _M + "79:46|core/NumberReplacer#8": (KILLED_NOW, (
+        "the write-pending chunk counter starts at 1: every answer is the same, but the write- and cache-usage gauges read one block high. "
+        f"{_K9}")),
     _M + "85:33|core/NumberReplacer#12": (EQUIVALENT, (
         "the cache generation starts at 1 instead of 0: it is only compared for equality with the "
         "generation a request state recorded from this same manager (after the `owner is self` "
@@ -189,11 +190,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "prepare_store returned and not yet completed, as vLLM's scheduler does (a job's keys); a "
         'ready key in a failed store is the breach M7 answers. The default kill test makes no breach; '
         'strict mode lists absent and ready keys and kills it (checked)')),
-    _M + "77:48|core/NumberReplacer#6": (UNREACHABLE, (
-        "the evictable count starts one too high: prepare_store's early `return None` is skipped "
-        "when one more chunk is needed than is idle, but the policy's evict then finds too few and "
-        "returns None atomically, so every answer is the same; reset_cache zeroes it; only "
-        "get_stats' usage gauge differs (metrics, no clause)")),
+    _M + "77:48|core/NumberReplacer#6": (KILLED_NOW, (
+        "the evictable count starts one too high: every answer is the same (the policy's evict still refuses), but the cache-usage gauge reads low. "
+        f"{_K9}")),
     _M + "83:52|core/NumberReplacer#11": (UNREACHABLE, (
         "the skipped-store counter starts at -1: it is only added to and read by get_stats "
         "(metrics, no clause); every answer is the same")),
@@ -206,20 +205,18 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         'prepared (the mutant sets ref_cnt to -1: lookup answers HIT_PENDING). Only a caller breach '
         '(C2) shows it, which the default kill test never makes; strict mode does and kills it '
         '(checked)')),
-    _M + "247:52|core/NumberReplacer#40": (UNREACHABLE, (
-        "the evictable count grows by 2 when a load completes: it only over-counts, so "
-        "prepare_store's early `return None` is sometimes skipped but the policy's evict then "
-        "returns None atomically; the `>= 0` assertions hold; only get_stats' usage gauge differs "
-        "(metrics, no clause)")),
-    _M + "378:54|core/NumberReplacer#51": (UNREACHABLE, (
-        "the write-pending chunk counter is not decremented on a completed store: it is read only "
-        "by get_stats' write/read usage gauges (metrics, no clause); every answer is the same")),
-    _M + "438:41|core/NumberReplacer#60": (UNREACHABLE, (
-        "reset_cache sets the write-pending chunk counter to 1: it is read only by get_stats' "
-        "write/read usage gauges (metrics, no clause); every answer is the same")),
-    _M + "438:41|core/NumberReplacer#61": (UNREACHABLE, (
-        "reset_cache sets the write-pending chunk counter to -1: it is read only by get_stats' "
-        "write/read usage gauges (metrics, no clause); every answer is the same")),
+    _M + "247:52|core/NumberReplacer#40": (KILLED_NOW, (
+        "the evictable count grows by 2 when a load completes: every answer is the same, but the cache-usage gauge reads low. "
+        f"{_K9}")),
+    _M + "378:54|core/NumberReplacer#51": (KILLED_NOW, (
+        "the write-pending chunk counter is not decremented on a completed store: the write-usage gauge keeps counting stored blocks. "
+        f"{_K9}")),
+    _M + "438:41|core/NumberReplacer#60": (KILLED_NOW, (
+        "reset_cache sets the write-pending chunk counter to 1: the write-usage gauge reads one block high after a reset. "
+        f"{_K9}")),
+    _M + "438:41|core/NumberReplacer#61": (KILLED_NOW, (
+        "reset_cache sets the write-pending chunk counter to -1: the write-usage gauge reads one block low after a reset. "
+        f"{_K9}")),
     _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_Is#0": (KILLED_NOW, (
         '`len(positions) is len(keys)`: len() returns a fresh int object above 256, so a request '
         'with more than 256 keys, all with positions, is never sorted across groups. It survived the '
@@ -364,9 +361,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "then -2). Only a caller breach (C2: complete_load without a load in flight) shows it; the "
         "default kill test makes none, and strict mode stops first at vLLM's known C5 finding (a "
         "key listed twice in one prepare_store is stored twice: M5, K2), on the original as well")),
-    _M33 + "85:46|core/NumberReplacer#9": (UNREACHABLE, (
-        "the write-pending chunk counter starts at -1: it is only added to and read by get_stats' "
-        "write/read usage gauges (metrics, no clause); every answer is the same")),
+    _M33 + "85:46|core/NumberReplacer#9": (KILLED_NOW, (
+        "the write-pending chunk counter starts at -1: the write-usage gauge reads one block low. "
+        f"{_K9}")),
     _M33 + "95:48|core/NumberReplacer#15": (KILLED_NOW, (
         "the offer tracker exists from store_threshold 1 (for >= 2): with admission off it still "
         "records offers, and an offer of more keys than max_tracker_size, every tracked key in it, "
@@ -414,9 +411,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _M33 + "458:34|core/NumberReplacer#56": (EQUIVALENT, (
         "reset_cache adds 2 to the cache generation for 1: the generation is only compared for equality "
         "(`!=`) with the one a request recorded, which differs after a reset either way")),
-    _M33 + "459:43|core/NumberReplacer#58": (UNREACHABLE, (
-        f"reset_cache leaves the evictable-chunk count at 1 for 0: {_EVICTABLE_COUNT_PLUS_ONE}; only "
-        "get_stats' usage gauge differs (metrics, no clause)")),
+    _M33 + "459:43|core/NumberReplacer#58": (KILLED_NOW, (
+        "reset_cache leaves the evictable-chunk count at 1 for 0: every answer is the same (the policy's evict still refuses), but the cache-usage gauge reads low after a reset. "
+        f"{_K9}")),
     _M33 + "440:30|core/ReplaceComparisonOperator_Eq_GtE#4": (EQUIVALENT, (
         "`>=` for `==` in on_request_finished's test that every key of a group has a position: `positions` "
         "is a dict built from the group's keys, so it never has more entries than the group has keys and "
@@ -448,9 +445,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     # seed 10 (40 drawn, 2026-11-28): every survivor judged, none a gap
     _M33 + "155:38|core/ReplaceComparisonOperator_NotEq_IsNot#0": (EQUIVALENT, (
         f"`is not` for `!=` in the stale-request guard: {_GENERATION_OBJECT} (not only while the int is cached)")),
-    _M33 + "83:48|core/NumberReplacer#6": (UNREACHABLE, (
-        f"the evictable-chunk count starts at 1 for 0: {_EVICTABLE_COUNT_PLUS_ONE}; the count's assertions only "
-        "weaken; only get_stats' usage gauge differs (metrics, no clause)")),
+    _M33 + "83:48|core/NumberReplacer#6": (KILLED_NOW, (
+        "the evictable-chunk count starts at 1 for 0: every answer is the same (the policy's evict still refuses), but the cache-usage gauge reads low. "
+        f"{_K9}")),
     _VP33 + "base.py|20:22|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
         "`>=` for `==` in order_request_keys: `positions` is a dict built from the keys, so it never has "
         "more entries than there are keys and the two tests agree")),
@@ -481,4 +478,32 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _VP + "lru.py|112:26|core/NumberReplacer#16": (EQUIVALENT, (
         "clear() restarts ranks at 1 for 0: it clears every rank with them, so the ranks given after it are "
         "fresh, distinct and increasing either way, and only their order and equality are read")),
+    # vLLM 0.33, seed 12 (40 drawn, 2026-11-28); its gauge mutants are re-judged with K9 below
+    _M33 + "35:17|core/ReplaceTrueWithFalse#0": (EQUIVALENT, (
+        "`@dataclass(slots=False)` on _RequestCacheAccess: no code sets an undeclared attribute on it; "
+        "only memory layout changes")),
+    _M33 + "427:38|core/ReplaceComparisonOperator_NotEq_IsNot#1": (EQUIVALENT, _GENERATION_OBJECT),
+    _VP33 + "lru.py|81:39|core/ReplaceBinaryOperator_Mul_Sub#0": (EQUIVALENT, (
+        f"`2 - len(...)` for `2 * len(...)` in the compaction threshold (compaction from 64 entries on): "
+        f"{_COMPACTION_ONLY}")),
+    _VP33 + "lru.py|81:27|core/ReplaceComparisonOperator_Lt_LtE#0": (EQUIVALENT, (
+        f"`<=` for `<` in the compaction threshold (compaction one entry later): {_COMPACTION_ONLY}")),
+    _M33 + "289:73|core/ReplaceBinaryOperator_Sub_Mul#4": (UNREACHABLE, (
+        "`*` for `-` in the count of offers admission skipped: stores_skipped_in_current_batch is read only "
+        "by get_stats' stores_skipped counter (K9 judges the usage gauges, no clause reads the counters)")),
+    _M33 + "289:73|core/ReplaceBinaryOperator_Sub_BitXor#4": (UNREACHABLE, (
+        "`^` for `-` in the count of offers admission skipped: read only by get_stats' stores_skipped "
+        "counter (no clause reads the counters)")),
+    _M33 + "389:54|core/NumberReplacer#50": (KILLED_NOW, (
+        "a completed store takes 2 off the write-pending chunk counter: the write-usage gauge reads low. "
+        f"{_K9}")),
+    _M33 + "460:41|core/NumberReplacer#60": (KILLED_NOW, (
+        "reset_cache sets the write-pending chunk counter to 1: the write-usage gauge reads one block high "
+        f"after a reset. {_K9}")),
+    _M33 + "402:11|core/AddNot#38": (NOT_EQUIVALENT, (
+        "a failed store queues no metadata-only event, and one listing no key when nothing failed (which "
+        "take_events drops): K4 lets a failed store queue that event, it does not require it, so no "
+        "verdict can name this. vLLM 0.33's events tracker then keeps the failed keys' event metadata. "
+        "Left a gap on purpose: requiring the event would refuse every outside 0.33 manager that never "
+        "queues one")),
 }

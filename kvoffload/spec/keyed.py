@@ -1,4 +1,4 @@
-"""vLLM's per-key manager interface (K1–K8): what the model expects where that interface
+"""vLLM's per-key manager interface (K1–K9): what the model expects where that interface
 says more than the batch interface of M0–M10.
 
 The conformance suite's vLLM mode drives a vLLM-interface manager through an adapter

@@ -208,3 +208,26 @@ def test_K1_lookup_answers_through_the_view() -> None:
     view.complete_store([key])
     assert view.key_lookup(key) == "HIT" and view.lookup([key]) == 1
     assert manager.lookup(key, ReqContext(req_id="x")) is LookupResult.HIT
+
+
+class _MiscountedPendingManager(CPUOffloadingManager):  # type: ignore[misc]
+    """vLLM's manager whose write-usage gauge keeps counting a store after it completed
+    (a pending counter decremented one short), so every usage gauge reads high."""
+
+    def complete_store(self, keys: Collection[bytes], req_context: Any, success: bool = True) -> None:
+        super().complete_store(keys, req_context, success)
+        if success and keys:
+            self._num_write_pending_chunks += 1
+
+
+def _miscounted(num_blocks: int, enable_events: bool = False) -> CPUOffloadingManager:
+    return _MiscountedPendingManager(num_blocks, cache_policy="lru", enable_events=enable_events)
+
+
+def test_K9_usage_gauges_judged_and_a_miscounted_one_caught() -> None:
+    good = check_manager(vllm_lru, policy="lru", **BUDGET)
+    assert good.ok and "K9" in good.clauses_exercised, good.report()
+    bad = check_manager(_miscounted, policy="lru", shrink=False)
+    assert not bad.ok and bad.clause == "K9", bad.report()
+    assert "write_usage" in bad.report()
+    assert isinstance(run_reproduction(bad.reproduction), AssertionError)  # the snippet fails as reported

@@ -1,4 +1,4 @@
-"""The conformance suite for targets written against vLLM's own interfaces (K1–K8).
+"""The conformance suite for targets written against vLLM's own interfaces (K1–K9).
 
 A manager written for vLLM 0.32/0.33's per-key ``OffloadingManager`` (``lookup(key,
 req_context) -> LookupResult``, ``PrepareStoreOutput(keys_to_store, store_spec,
@@ -18,7 +18,7 @@ from .detect import INTERFACES, VllmUnavailable, detect_interface, require_vllm
 
 __all__ = ["INTERFACES", "VllmUnavailable", "detect_interface", "require_vllm", "as_contract_manager", "as_contract_policy"]
 
-#: A vLLM-interface manager seen through the contract's batch interface (K1–K8); the
+#: A vLLM-interface manager seen through the contract's batch interface (K1–K9); the
 #: adapter itself, under the name the reproductions call (vLLM is needed to build one).
 as_contract_manager = VllmManagerView
 #: A vLLM ``CachePolicy`` seen through the contract's policy interface (K8).

@@ -186,6 +186,10 @@ class VllmManagerView:
         if len(set(keys)) != len(keys):
             self.metadata_only_errors.append(f"a metadata-only event lists a key twice: {keys!r}")
 
+    def get_stats(self) -> Any:
+        """K9: the manager's ``get_stats()``, as a reproduction calls it through this view."""
+        return self.manager.get_stats()
+
     @implements("K7")
     def reset_cache(self) -> None:
         """K7: vLLM's ``reset_cache``; the caller never completes a pre-reset job (fence).

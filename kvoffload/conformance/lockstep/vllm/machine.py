@@ -1,4 +1,4 @@
-"""Lockstep machine for a manager written against vLLM's per-key interface (K1–K7).
+"""Lockstep machine for a manager written against vLLM's per-key interface (K1–K7, K9).
 
 It is the contract's ``ManagerMachine`` (M0–M10, I1–I8, L/A in exact mode) with the
 target seen through ``VllmManagerView`` (K2), plus what only the per-key interface has:
@@ -6,7 +6,7 @@ target seen through ``VllmManagerView`` (K2), plus what only the per-key interfa
 - every sweep asks ``lookup(key, ctx)`` per key and expects HIT / HIT_PENDING / MISS (K1);
 - requests that span several calls and end with ``on_request_finished`` (K5), whose
   ``prepare_store`` calls report store misses once per request (K6);
-- failed stores' metadata-only events (K4) and ``reset_cache`` (K7);
+- failed stores' metadata-only events (K4), ``reset_cache`` (K7) and the usage gauges of ``get_stats()`` (K9);
 - strict mode accepts the errors vLLM's interface documents (K3); badly typed calls are
   not made (vLLM's interface types keys statically only): M9's type checks are reported
   as skipped.
@@ -49,6 +49,22 @@ ADMISSION_THRESHOLD_SPAN = 2
 #: N2: 1 in N examples of an admission run sets ``store_threshold`` 1 with the run's tracker
 #: size: admission is then off, and no key of an offer may stay unstored for the tracker
 THRESHOLD_ONE_ONE_IN = 4
+
+
+#: K9: vLLM's CPU manager's usage gauges (``CPUOffloadingMetrics``), by what each counts.
+GAUGES = {"usage": "vllm:kv_offload_cpu_cache_usage_perc", "write": "vllm:kv_offload_cpu_cache_write_usage_perc",
+          "read": "vllm:kv_offload_cpu_cache_read_usage_perc"}
+
+
+def reported_gauges(stats: Any) -> dict[str, float]:
+    """The K9 gauges ``stats`` (an ``OffloadingConnectorStats``, or ``None``) reports, unlabelled,
+    by what each counts; read from its self-describing ``data`` (vLLM 0.33's layout)."""
+    values = getattr(stats, "data", None)
+    values = values.get("data") if isinstance(values, dict) else None
+    if not isinstance(values, dict):
+        return {}
+    found = {gauge: values.get(name, {}).get(()) for gauge, name in GAUGES.items()}
+    return {gauge: float(value) for gauge, value in found.items() if isinstance(value, (int, float))}
 
 
 class OpenRequest:
@@ -532,16 +548,40 @@ class VllmManagerMachine(ManagerMachine):
                 return
             self._store_and_complete(self.draw_unique(data, absent, label, most=min(most, len(absent))), data)
 
-    # -- K4: metadata-only events ------------------------------------------------------------------
+    # -- K4: metadata-only events; K9: the usage gauges ----------------------------------------------
     @rule()
     def take_events(self) -> None:
-        """M8, I5 on the announced events; K4 on the metadata-only ones."""
+        """M8, I5 on the announced events; K4 on the metadata-only ones; K9 on ``get_stats()``
+        (here, so that no rule is added: the seeded draws stay as they were)."""
         super().take_events()
         errors = self.target.metadata_only_errors
         if self.target.metadata_only_events:
             self.exercised("K4")
         if errors:
             self.fail("K4", errors[0])
+        self.usage_gauges()
+
+    @implements("K9")
+    def usage_gauges(self) -> None:
+        """K9: the usage gauges of vLLM's CPU manager a target reports in ``get_stats()`` are
+        the model's shares of blocks pending (write), being read (read) and either (usage)."""
+        if not callable(getattr(self.target.manager, "get_stats", None)):
+            return
+        # not a step of the reproduction: it changes no block (its counters restart; no clause reads them)
+        stats = self.call_or_fail("K9", "get_stats()", self.target.get_stats)
+        reported = reported_gauges(stats)
+        if not reported:
+            return  # None (metrics off), or none of vLLM's CPU gauges
+        self.exercised("K9")
+        refs = [int(block.ref_cnt) for block in self.judge.model.blocks().values()]
+        pending, read = refs.count(-1), sum(1 for ref in refs if ref > 0)
+        expected = {"write": pending, "read": read, "usage": pending + read}
+        for gauge, value in reported.items():
+            want = expected[gauge] / self.capacity
+            if abs(value - want) > 1e-9:
+                self.fail("K9", f"get_stats() reports {GAUGES[gauge]} = {value!r}, but {pending} of the "
+                          f"{self.capacity} blocks are pending and {read} being read: {want!r}",
+                          f"abs(m.get_stats().data['data'][{GAUGES[gauge]!r}][()] - {want!r}) < 1e-9")
 
     # -- K7: reset_cache ------------------------------------------------------------------------------
     @precondition(lambda self: hasattr(self.target.manager, "reset_cache"))

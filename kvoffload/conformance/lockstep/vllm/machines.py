@@ -1,4 +1,4 @@
-"""The lockstep machines for vLLM-interface targets, by target kind (K1–K8)."""
+"""The lockstep machines for vLLM-interface targets, by target kind (K1–K9)."""
 
 from __future__ import annotations
 
