@@ -58,7 +58,7 @@ GAUGES = {"usage": "vllm:kv_offload_cpu_cache_usage_perc", "write": "vllm:kv_off
 
 def reported_gauges(stats: Any) -> dict[str, float]:
     """The K9 gauges ``stats`` (an ``OffloadingConnectorStats``, or ``None``) reports, unlabelled,
-    by what each counts; read from its self-describing ``data`` (vLLM 0.33's layout)."""
+    by what each counts; read from its self-describing ``data`` (vLLM 0.32's and 0.33's layout)."""
     values = getattr(stats, "data", None)
     values = values.get("data") if isinstance(values, dict) else None
     if not isinstance(values, dict):
