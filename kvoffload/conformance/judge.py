@@ -216,6 +216,8 @@ class ManagerJudge:
         #: builds the model's policy instead of ``policy``'s reference one (N9: vLLM 0.33's
         #: request-rank LRU order), at every ``reset``
         self.make_policy: Callable[[int], CachePolicy] | None = None
+        #: K9: absent keys admission refused since ``get_stats`` was last judged (a reset keeps them, as vLLM does)
+        self.skipped_offers = 0
         self.reset()
 
     def reset(self) -> None:
@@ -265,6 +267,7 @@ class ManagerJudge:
         model_items = items
         if method == "prepare_store" and typed and self.admission is not None:
             model_items = self.admission.offer(items, lambda h: self.ref(h) is not None)  # N2
+            self.skipped_offers += len(items) - len(model_items)  # absent keys not admitted (K9)
         scope = StoreScope.of(self.model, model_items) if method == "prepare_store" and typed else None
         target_out = invoke(getattr(target, method), argument, **keywords)
         if scope is not None:

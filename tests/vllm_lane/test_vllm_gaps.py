@@ -131,6 +131,27 @@ def test_N2_wrong_admission_is_caught(factory: Any) -> None:
     assert not result.ok and "N2" in result.clauses[:2] and result.clauses[0] in ("N2", "I8"), result.report()
 
 
+class SkipMiscountingManager(CPUOffloadingManager):  # type: ignore[misc]
+    """Counts one skipped store too many on every offer admission judges (vLLM's counter, off by one)."""
+
+    def prepare_store(self, keys: Any, req_context: Any) -> Any:
+        out = super().prepare_store(keys, req_context)
+        if self.counts is not None:
+            self.stores_skipped_in_current_batch += 1
+        return out
+
+
+def vllm_skip_miscounted(num_blocks: int, enable_events: bool = False, **admission: int) -> SkipMiscountingManager:
+    return SkipMiscountingManager(num_blocks, cache_policy="lru", enable_events=enable_events, **admission)
+
+
+def test_K9_stores_skipped_judged_with_admission_and_a_miscount_caught() -> None:
+    good = check_manager(vllm_lru, policy="lru", **ADMISSION, **BUDGET)
+    assert good.ok and "K9" in good.clauses_exercised, good.report()
+    bad = check_manager(vllm_skip_miscounted, policy="lru", shrink=False, **ADMISSION)
+    assert not bad.ok and bad.clause == "K9" and "stores_skipped" in bad.message, bad.report()
+
+
 def test_N2_factory_without_the_keyword_is_refused_clearly() -> None:
     with pytest.raises(TargetSetupError, match="store_threshold"):
         check_manager(stale_lru, policy="lru", store_threshold=2)

@@ -51,13 +51,13 @@ ADMISSION_THRESHOLD_SPAN = 2
 THRESHOLD_ONE_ONE_IN = 4
 
 
-#: K9: vLLM's CPU manager's usage gauges (``CPUOffloadingMetrics``), by what each counts.
+#: K9: vLLM's CPU manager's usage gauges and admission counter (``CPUOffloadingMetrics``), by what each counts.
 GAUGES = {"usage": "vllm:kv_offload_cpu_cache_usage_perc", "write": "vllm:kv_offload_cpu_cache_write_usage_perc",
-          "read": "vllm:kv_offload_cpu_cache_read_usage_perc"}
+          "read": "vllm:kv_offload_cpu_cache_read_usage_perc", "skipped": "vllm:kv_offload_stores_skipped"}
 
 
 def reported_gauges(stats: Any) -> dict[str, float]:
-    """The K9 gauges ``stats`` (an ``OffloadingConnectorStats``, or ``None``) reports, unlabelled,
+    """The K9 metrics ``stats`` (an ``OffloadingConnectorStats``, or ``None``) reports, unlabelled,
     by what each counts; read from its self-describing ``data`` (vLLM 0.32's and 0.33's layout)."""
     values = getattr(stats, "data", None)
     values = values.get("data") if isinstance(values, dict) else None
@@ -564,24 +564,28 @@ class VllmManagerMachine(ManagerMachine):
     @implements("K9")
     def usage_gauges(self) -> None:
         """K9: the usage gauges of vLLM's CPU manager a target reports in ``get_stats()`` are
-        the model's shares of blocks pending (write), being read (read) and either (usage)."""
+        the model's shares of blocks pending (write), being read (read) and either (usage);
+        its ``stores_skipped`` counts the absent keys admission refused since the last call (N2)."""
         if not callable(getattr(self.target.manager, "get_stats", None)):
             return
         # not a step of the reproduction: it changes no block (its counters restart; no clause reads them)
         stats = self.call_or_fail("K9", "get_stats()", self.target.get_stats)
+        skipped, self.judge.skipped_offers = self.judge.skipped_offers, 0  # counted since this call
         reported = reported_gauges(stats)
         if not reported:
-            return  # None (metrics off), or none of vLLM's CPU gauges
+            return  # None (metrics off), or none of vLLM's CPU metrics
         self.exercised("K9")
         refs = [int(block.ref_cnt) for block in self.judge.model.blocks().values()]
         pending, read = refs.count(-1), sum(1 for ref in refs if ref > 0)
-        expected = {"write": pending, "read": read, "usage": pending + read}
+        capacity = self.capacity
+        expected = {"write": pending / capacity, "read": read / capacity, "usage": (pending + read) / capacity,
+                    "skipped": skipped}
         for gauge, value in reported.items():
-            want = expected[gauge] / self.capacity
-            if abs(value - want) > 1e-9:
-                self.fail("K9", f"get_stats() reports {GAUGES[gauge]} = {value!r}, but {pending} of the "
-                          f"{self.capacity} blocks are pending and {read} being read: {want!r}",
-                          f"abs(m.get_stats().data['data'][{GAUGES[gauge]!r}][()] - {want!r}) < 1e-9")
+            if abs(value - expected[gauge]) > 1e-9:
+                state = (f"admission refused {skipped} absent key(s) since the last get_stats()" if gauge == "skipped"
+                         else f"{pending} of the {capacity} blocks are pending and {read} being read")
+                self.fail("K9", f"get_stats() reports {GAUGES[gauge]} = {value!r}, but {state}: {expected[gauge]!r}",
+                          f"abs(m.get_stats().data['data'][{GAUGES[gauge]!r}][()] - {expected[gauge]!r}) < 1e-9")
 
     # -- K7: reset_cache ------------------------------------------------------------------------------
     @precondition(lambda self: hasattr(self.target.manager, "reset_cache"))
