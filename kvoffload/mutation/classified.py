@@ -8,7 +8,8 @@ the original file, which the scratch copy keeps). Verdicts:
 - ``not equivalent, killed by the current suite``: a gap the run found and the suite has
   closed since (re-judged with ``cosmic-ray apply`` and the kill test; counted as killed);
 - ``unreachable``: a behaviour change only in code the factory convention never runs,
-  seen only through ``get_stats``' counters (no clause reads them; K9 judges its usage gauges), or seen only after a
+  seen only through ``get_stats``' allocation histogram or hit counters (no clause reads them; K9 judges
+  its usage gauges and stores_skipped), or seen only after a
   caller-protocol breach (C2, C3, K5's single finish), which the default kill test never
   makes (strict mode does); listed apart, and the report gives the kill rate both
   without and with them.
@@ -49,9 +50,10 @@ _GENERATION_OBJECT = (
 _EVICTABLE_COUNT_PLUS_ONE = (
     "prepare_store's early refusal then passes one chunk too soon, but the policy's evict returns None (P5: LRU "
     "pushes its picks back, ARC selects before it changes anything), so the store is refused all the same")
-#: the usage-gauge mutants get_stats alone showed (K9 judges the gauges since 2026-11-28)
+#: the mutants get_stats alone showed (K9 judges its gauges and stores_skipped since 2026-11-28)
 _K9 = (
-    "It survived the suite as it was (get_stats had no clause); K9 now judges the usage gauges at every take_events and kills it (re-judged 2026-11-28: K9)")
+    "It survived the suite as it was (get_stats had no clause); K9 now judges the usage gauges and, with admission "
+    "on, stores_skipped at every take_events, and kills it (re-judged 2026-11-28: K9)")
 #: an out-of-tree policy's subclass assertion inverted (vLLM 0.32 and 0.33 factories)
 _OUT_OF_TREE_ASSERT = (
     "inverts the subclass assertion on an out-of-tree policy loaded via module_path: the "
@@ -130,9 +132,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "rule); requests now span a reset now and then, other requests store its keys again "
         "meanwhile, and K7 says its end applies nothing from before the reset (re-judged: L3, "
         "K5, K7)")),
-    _M + "279:73|core/ReplaceBinaryOperator_Sub_BitXor#4": (UNREACHABLE, (
-        "the skipped-store counter of store_threshold admission computed with ^ : it never raises "
-        "and is read only by get_stats (metrics, no clause); every answer is the same")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_BitXor#4": (KILLED_NOW, (
+        "`^` for `-` in the count of offers admission skipped: every answer is the same, but get_stats' stores_skipped counter is wrong. "
+        f"{_K9}")),
     _VP + "lru.py|64:66|core/ReplaceBinaryOperator_FloorDiv_Mul#0": (EQUIVALENT, (
         "`len(self._evictable) * 4` for `// 4` in the rebuild threshold: it only chooses between "
         "rebuilding the lazy heap and pushing the updated keys; both leave a heap over the same "
@@ -150,10 +152,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "differ")),
     # The seed-3 sample (200 mutants, issue 14): classified by reading vLLM's code and, where
     # doubtful, running the exposing call sequence on the original and the mutant.
-    _M + "279:73|core/ReplaceBinaryOperator_Sub_LShift#4": (UNREACHABLE, (
-        "the skipped-store counter of store_threshold admission computed with << : the shift count "
-        "is a len() (never negative), so it never raises, and the counter is read only by "
-        "get_stats (metrics, no clause); every answer is the same")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_LShift#4": (KILLED_NOW, (
+        "`<<` for `-` in the count of offers admission skipped: every answer is the same, but get_stats' stores_skipped counter is wrong. "
+        f"{_K9}")),
     _M + "346:27|core/ReplaceComparisonOperator_Eq_LtE#3": (EQUIVALENT, (
         "a weaker internal assertion (`<=`): _allocate_chunks returns exactly num_fresh + "
         "num_reused = len(keys) chunks (or fails its own assertion first), so the original "
@@ -193,9 +194,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _M + "77:48|core/NumberReplacer#6": (KILLED_NOW, (
         "the evictable count starts one too high: every answer is the same (the policy's evict still refuses), but the cache-usage gauge reads low. "
         f"{_K9}")),
-    _M + "83:52|core/NumberReplacer#11": (UNREACHABLE, (
-        "the skipped-store counter starts at -1: it is only added to and read by get_stats "
-        "(metrics, no clause); every answer is the same")),
+    _M + "83:52|core/NumberReplacer#11": (KILLED_NOW, (
+        "the skipped-store counter starts at -1: get_stats' first stores_skipped reads one low. "
+        f"{_K9}")),
     _M + "85:33|core/NumberReplacer#13": (EQUIVALENT, (
         "the cache generation starts at -1 instead of 0: it is only compared with != against the "
         "generation a request state recorded from this same manager and incremented by "
@@ -311,9 +312,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "ValueError): the factory convention only asks for the registered 'lru'/'arc', which "
         "return before this line")),
     _VP + "factory.py|81:15|core/AddNot#3": (UNREACHABLE, _OUT_OF_TREE_ASSERT),
-    _M + "279:73|core/ReplaceBinaryOperator_Sub_RShift#4": (UNREACHABLE, (
-        "the skipped-store counter of store_threshold admission (`>>` for `-`): read only by "
-        "get_stats (metrics, no clause); every answer is the same")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_RShift#4": (KILLED_NOW, (
+        "`>>` for `-` in the count of offers admission skipped: every answer is the same, but get_stats' stores_skipped counter is wrong. "
+        f"{_K9}")),
     _M + "65:32|core/NumberReplacer#3": (UNREACHABLE, (
         "the default max_tracker_size (64000 +/- 1): the factory convention never uses it (the "
         "admission suite passes max_tracker_size=6; with admission off there is no tracker), and "
@@ -331,12 +332,12 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "announced, or one shared between managers, shows it (first classified a gap, as if an untracked "
         "request finished without state; corrected 2026-11-28, after the suite, whose every context is "
         "announced, let it survive --only)")),
-    _M + "279:73|core/ReplaceBinaryOperator_Sub_Mul#4": (UNREACHABLE, (
-        "the skipped-store counter of store_threshold admission (`*` for `-`): read only by "
-        "get_stats (metrics, no clause); every answer is the same")),
-    _M + "83:52|core/NumberReplacer#10": (UNREACHABLE, (
-        "the skipped-store counter starts at 1: only added to and read by get_stats (metrics, "
-        "no clause)")),
+    _M + "279:73|core/ReplaceBinaryOperator_Sub_Mul#4": (KILLED_NOW, (
+        "`*` for `-` in the count of offers admission skipped: every answer is the same, but get_stats' stores_skipped counter is wrong. "
+        f"{_K9}")),
+    _M + "83:52|core/NumberReplacer#10": (KILLED_NOW, (
+        "the skipped-store counter starts at 1: get_stats' first stores_skipped reads one high. "
+        f"{_K9}")),
     _M + "226:59|core/NumberReplacer#31": (EQUIVALENT, (
         "a weaker internal assertion after a 0 -> 1 load (`>= -1`): the evictable count is exact, "
         "so the original assertion never fails either")),
@@ -395,9 +396,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "inverts the module_path test for an unregistered policy name: the factory convention "
         "only asks for the registered 'lru'/'arc', which return before this line")),
     # seed 8 (40 drawn, 2026-11-28): every survivor judged, none a gap
-    _M33 + "289:73|core/ReplaceBinaryOperator_Sub_BitAnd#4": (UNREACHABLE, (
-        "`&` for `-` in the count of offers admission skipped: stores_skipped_in_current_batch is read only by "
-        "get_stats (metrics, no clause); every answer is the same")),
+    _M33 + "289:73|core/ReplaceBinaryOperator_Sub_BitAnd#4": (KILLED_NOW, (
+        "`&` for `-` in the count of offers admission skipped: every answer is the same, but get_stats' stores_skipped counter is wrong. "
+        f"{_K9}")),
     _M33 + "427:38|core/ReplaceComparisonOperator_NotEq_Lt#1": (EQUIVALENT, (
         "`<` for `!=` in on_request_finished's stale-request guard: a request's state records the manager's "
         "cache generation when it is made, and the generation only grows (reset_cache adds 1), so a recorded "
@@ -488,12 +489,12 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         f"{_COMPACTION_ONLY}")),
     _VP33 + "lru.py|81:27|core/ReplaceComparisonOperator_Lt_LtE#0": (EQUIVALENT, (
         f"`<=` for `<` in the compaction threshold (compaction one entry later): {_COMPACTION_ONLY}")),
-    _M33 + "289:73|core/ReplaceBinaryOperator_Sub_Mul#4": (UNREACHABLE, (
-        "`*` for `-` in the count of offers admission skipped: stores_skipped_in_current_batch is read only "
-        "by get_stats' stores_skipped counter (K9 judges the usage gauges, no clause reads the counters)")),
-    _M33 + "289:73|core/ReplaceBinaryOperator_Sub_BitXor#4": (UNREACHABLE, (
-        "`^` for `-` in the count of offers admission skipped: read only by get_stats' stores_skipped "
-        "counter (no clause reads the counters)")),
+    _M33 + "289:73|core/ReplaceBinaryOperator_Sub_Mul#4": (KILLED_NOW, (
+        "`*` for `-` in the count of offers admission skipped: every answer is the same, but get_stats' stores_skipped counter is wrong. "
+        f"{_K9}")),
+    _M33 + "289:73|core/ReplaceBinaryOperator_Sub_BitXor#4": (KILLED_NOW, (
+        "`^` for `-` in the count of offers admission skipped: every answer is the same, but get_stats' stores_skipped counter is wrong. "
+        f"{_K9}")),
     _M33 + "389:54|core/NumberReplacer#50": (KILLED_NOW, (
         "a completed store takes 2 off the write-pending chunk counter: the write-usage gauge reads low. "
         f"{_K9}")),
@@ -506,4 +507,10 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "verdict can name this. vLLM 0.33's events tracker then keeps the failed keys' event metadata. "
         "Left a gap on purpose: requiring the event would refuse every outside 0.33 manager that never "
         "queues one")),
+    # vLLM 0.32, seed 13 (40 drawn, 2026-11-28): every survivor judged, none a gap
+    _VP + "base.py|70:4|core/RemoveDecorator#4": (EQUIVALENT, (
+        "`@abstractmethod` removed from CachePolicy.touch: it only stops a subclass without touch from being "
+        "refused at construction; the factory builds LRU and ARC, which both define touch")),
+    _VP + "lru.py|64:41|core/NumberReplacer#8": (EQUIVALENT, (
+        "the rebuild threshold at 65 updated keys for 64: " + _REBUILD_OR_PUSH)),
 }
