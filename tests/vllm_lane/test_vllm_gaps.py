@@ -150,6 +150,7 @@ def test_K9_stores_skipped_judged_with_admission_and_a_miscount_caught() -> None
     assert good.ok and "K9" in good.clauses_exercised, good.report()
     bad = check_manager(vllm_skip_miscounted, policy="lru", shrink=False, **ADMISSION)
     assert not bad.ok and bad.clause == "K9" and "stores_skipped" in bad.message, bad.report()
+    assert isinstance(run_reproduction(bad.reproduction), AssertionError)  # the snippet fails as reported
 
 
 def test_N2_factory_without_the_keyword_is_refused_clearly() -> None:

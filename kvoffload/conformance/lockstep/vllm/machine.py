@@ -568,8 +568,10 @@ class VllmManagerMachine(ManagerMachine):
         its ``stores_skipped`` counts the absent keys admission refused since the last call (N2)."""
         if not callable(getattr(self.target.manager, "get_stats", None)):
             return
-        # not a step of the reproduction: it changes no block (its counters restart; no clause reads them)
-        stats = self.call_or_fail("K9", "get_stats()", self.target.get_stats)
+        # a step of the reproduction only with admission on: stores_skipped counts since the last call;
+        # otherwise it changes nothing a clause reads
+        source = "m.get_stats()" if self.judge.admission is not None else ""
+        stats = self.call_or_fail("K9", "get_stats()", self.target.get_stats, source=source)
         skipped, self.judge.skipped_offers = self.judge.skipped_offers, 0  # counted since this call
         reported = reported_gauges(stats)
         if not reported:
