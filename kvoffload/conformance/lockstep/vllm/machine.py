@@ -52,19 +52,19 @@ THRESHOLD_ONE_ONE_IN = 4
 
 
 #: K9: vLLM's CPU manager's usage gauges and admission counter (``CPUOffloadingMetrics``), by what each counts.
-GAUGES = {"usage": "vllm:kv_offload_cpu_cache_usage_perc", "write": "vllm:kv_offload_cpu_cache_write_usage_perc",
+K9_METRICS = {"usage": "vllm:kv_offload_cpu_cache_usage_perc", "write": "vllm:kv_offload_cpu_cache_write_usage_perc",
           "read": "vllm:kv_offload_cpu_cache_read_usage_perc", "skipped": "vllm:kv_offload_stores_skipped"}
 
 
-def reported_gauges(stats: Any) -> dict[str, float]:
+def reported_metrics(stats: Any) -> dict[str, float]:
     """The K9 metrics ``stats`` (an ``OffloadingConnectorStats``, or ``None``) reports, unlabelled,
     by what each counts; read from its self-describing ``data`` (vLLM 0.32's and 0.33's layout)."""
     values = getattr(stats, "data", None)
     values = values.get("data") if isinstance(values, dict) else None
     if not isinstance(values, dict):
         return {}
-    found = {gauge: values.get(name, {}).get(()) for gauge, name in GAUGES.items()}
-    return {gauge: float(value) for gauge, value in found.items() if isinstance(value, (int, float))}
+    found = {metric: values.get(name, {}).get(()) for metric, name in K9_METRICS.items()}
+    return {metric: float(value) for metric, value in found.items() if isinstance(value, (int, float))}
 
 
 class OpenRequest:
@@ -559,10 +559,10 @@ class VllmManagerMachine(ManagerMachine):
             self.exercised("K4")
         if errors:
             self.fail("K4", errors[0])
-        self.usage_gauges()
+        self.stats_metrics()
 
     @implements("K9")
-    def usage_gauges(self) -> None:
+    def stats_metrics(self) -> None:
         """K9: the usage gauges of vLLM's CPU manager a target reports in ``get_stats()`` are
         the model's shares of blocks pending (write), being read (read) and either (usage);
         its ``stores_skipped`` counts the absent keys admission refused since the last call (N2)."""
@@ -573,7 +573,7 @@ class VllmManagerMachine(ManagerMachine):
         source = "m.get_stats()" if self.judge.admission is not None else ""
         stats = self.call_or_fail("K9", "get_stats()", self.target.get_stats, source=source)
         skipped, self.judge.skipped_offers = self.judge.skipped_offers, 0  # counted since this call
-        reported = reported_gauges(stats)
+        reported = reported_metrics(stats)
         if not reported:
             return  # None (metrics off), or none of vLLM's CPU metrics
         self.exercised("K9")
@@ -582,12 +582,13 @@ class VllmManagerMachine(ManagerMachine):
         capacity = self.capacity
         expected = {"write": pending / capacity, "read": read / capacity, "usage": (pending + read) / capacity,
                     "skipped": skipped}
-        for gauge, value in reported.items():
-            if abs(value - expected[gauge]) > 1e-9:
-                state = (f"admission refused {skipped} absent key(s) since the last get_stats()" if gauge == "skipped"
+        for metric, value in reported.items():
+            if abs(value - expected[metric]) > 1e-9:
+                state = (f"admission refused {skipped} absent key(s) since the last get_stats()" if metric == "skipped"
                          else f"{pending} of the {capacity} blocks are pending and {read} being read")
-                self.fail("K9", f"get_stats() reports {GAUGES[gauge]} = {value!r}, but {state}: {expected[gauge]!r}",
-                          f"abs(m.get_stats().data['data'][{GAUGES[gauge]!r}][()] - {expected[gauge]!r}) < 1e-9")
+                name = K9_METRICS[metric]
+                self.fail("K9", f"get_stats() reports {name} = {value!r}, but {state}: {expected[metric]!r}",
+                          f"abs(m.get_stats().data['data'][{name!r}][()] - {expected[metric]!r}) < 1e-9")
 
     # -- K7: reset_cache ------------------------------------------------------------------------------
     @precondition(lambda self: hasattr(self.target.manager, "reset_cache"))
