@@ -115,6 +115,28 @@ def test_copies_and_replays_explore_the_same_space() -> None:
             replayed.states, replayed.transitions, replayed.diameter)
 
 
+@pytest.mark.parametrize(("factory", "policy", "capacity", "depth"), [
+    (impl.lru_manager, "lru", 3, 6), (impl.arc_manager, "arc", 2, 6), (impl.s3fifo_manager, "s3fifo", 2, 5),
+    (reference.reference_arc_manager, "arc", 2, 6), (reference.reference_s3fifo_manager, "s3fifo", 2, 5),
+    (reference.reference_sieve_manager, "sieve", 2, 6)])
+def test_calls_undone_in_place_explore_the_space_copies_do(monkeypatch: pytest.MonkeyPatch, factory: Any,
+                                                            policy: str, capacity: int, depth: int | None) -> None:
+    """An exact world undoes each call in place (``ManagerWorld.restore``: the production
+    manager's ``restore_state``, reference parts' blocks reused) instead of becoming a copy
+    kept beforehand: both explore the same states and judge the same calls."""
+    from kvoffload.conformance.checking.model_checker import LockstepWorld
+
+    world = ManagerWorld(lambda: factory(num_blocks=capacity, enable_events=True), capacity, policy, hash_alphabet(4))
+    assert world.exact and world.restorable
+    runs = [run_exhaustive(factory, policy=policy, capacity=capacity, depth=depth, distinguished=0).result]
+    monkeypatch.setattr(ManagerWorld, "memento", LockstepWorld.memento)
+    monkeypatch.setattr(ManagerWorld, "restore", LockstepWorld.restore)
+    runs.append(run_exhaustive(factory, policy=policy, capacity=capacity, depth=depth, distinguished=0).result)
+    assert all(run.ok for run in runs)
+    assert len({(run.states, run.transitions, run.diameter) for run in runs}) == 1
+    assert runs[0].transitions > 1000
+
+
 class _StartsRecorded(ManagerWorld):
     """A world that records the state each call starts from, hash for hash, after how many calls
     (``starts``: shared by its copies)."""

@@ -4,6 +4,7 @@ the user cache directory when the package directory cannot be written (issue 12)
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -132,6 +133,55 @@ def test_twin_and_compiled_builds_answer_and_change_state_identically(policy: st
         elif name == "complete_load" and result > 0:
             loaded.remove(hashes[0])
     twin_side.check_invariants()
+
+
+def _store_and_read(manager: CPUOffloadingManager, hashes: list[bytes], rng: random.Random) -> list[Any]:
+    """A few calls of every kind on ``hashes`` (stores that evict, fail and succeed, loads,
+    touches, lookups), their answers and events as plain values."""
+    seen: list[Any] = []
+    for start in range(0, len(hashes), 3):
+        out = manager.prepare_store(hashes[start : start + 3])
+        seen.append(None if out is None else (out.block_hashes_to_store, list(out.store_spec.block_ids),
+                                              out.block_hashes_evicted))
+        if out is not None and out.block_hashes_to_store:
+            manager.complete_store(out.block_hashes_to_store, success=rng.random() < 0.7)
+        manager.touch(rng.sample(hashes, 2))
+        hits = manager.lookup(hashes)
+        if hits:
+            manager.prepare_load(hashes[:hits])
+            manager.complete_load(hashes[:hits])
+        seen.append((hits, [(e.block_hashes, e.removed) for e in manager.take_events()]))
+    return seen
+
+
+@pytest.mark.parametrize("policy", ["lru", "arc", "s3fifo", "sieve"])
+def test_restore_state_returns_to_the_copy_and_answers_as_it(policy: str) -> None:
+    """``restore_state(copy)`` (the model checker undoes calls with it) after calls that evict,
+    fail, widen the key rows (a 64-byte hash) and leave events untaken: the state arrays,
+    the logical state and every later answer are the copy's."""
+    rng = random.Random(5)
+    pool = [rng.randbytes(32) for _ in range(12)]
+    manager = CPUOffloadingManager(4, policy=policy, enable_events=True)
+    _store_and_read(manager, pool[:6], rng)
+    manager.prepare_store(pool[6:7])  # a pending block and an event left in the queue
+    snapshot, expected = copy.deepcopy(manager), copy.deepcopy(manager)
+    _store_and_read(manager, [rng.randbytes(64), *pool[::-1]], rng)  # ARC: ghosts come back, ``p`` moves
+    assert policy != "arc" or manager.arc_target != expected.arc_target
+    manager.restore_state(snapshot)
+    assert manager.logical_state() == expected.logical_state()
+    assert all(np.array_equal(mine, theirs) for mine, theirs in zip(manager._state, expected._state))
+    calls = [*pool[5:], rng.randbytes(40)]
+    assert _store_and_read(manager, calls, random.Random(9)) == _store_and_read(expected, calls, random.Random(9))
+
+
+def test_restore_state_refuses_another_manager_and_changes_nothing() -> None:
+    manager = CPUOffloadingManager(4, policy="arc", enable_events=True)
+    manager.prepare_store([b"a" * 32, b"b" * 32])
+    before = [array.copy() for array in manager._state]
+    for other in (CPUOffloadingManager(5, policy="arc"), CPUOffloadingManager(4, policy="lru")):
+        with pytest.raises(ValueError, match="copy of this manager"):
+            manager.restore_state(other)
+        assert all(np.array_equal(mine, then) for mine, then in zip(manager._state, before))
 
 
 def _run_python(code: str, env: dict[str, str], cwd: Path, *args: str) -> str:

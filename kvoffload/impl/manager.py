@@ -72,8 +72,10 @@ I64 = npt.NDArray[np.int64]
 Flags = Sequence[bool] | bytes | bytearray
 Op = Callable[..., int]
 _READY = runtime.READY
-#: The arrays a copy owns (``__deepcopy__``): compiled state, objects, scratch.
-_ARRAYS = ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects", "_q", "_io")
+#: The arrays of a manager's state (``__deepcopy__`` copies them, ``restore_state`` copies them back).
+_STATE_ARRAYS = ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects")
+#: The arrays a copy owns: its state and per-batch scratch.
+_ARRAYS = (*_STATE_ARRAYS, "_q", "_io")
 #: The named views ``_bind_views`` keeps, and their spans by (num_blocks, ghost nodes).
 _BOUND_VIEWS = ("meta", "ts", "ref", "hpos", "free", "bprev", "bnext", "lst", "gnext")
 _VIEW_SPANS: dict[tuple[int, int], list[tuple[str, int, slice]]] = {}
@@ -217,6 +219,28 @@ class CPUOffloadingManager(OffloadingManager):
         new._bind_io()
         memo[id(self)] = new
         return new
+
+    def restore_state(self, snapshot: CPUOffloadingManager) -> None:
+        """Put this manager back in the state of ``snapshot``, a copy of it (``copy.deepcopy``)
+        made earlier: its arrays copied over in place, so nothing is allocated and the named
+        views stay bound (the model checker returns to a state so after each call it judges:
+        cheaper than a copy). Raises ``ValueError``, changing nothing, for another kind of
+        manager (type, capacity, policy or ghost count)."""
+        if type(snapshot) is not type(self) or (snapshot.num_blocks, snapshot.policy, snapshot._ghosts) != (
+                self.num_blocks, self.policy, self._ghosts):
+            raise ValueError("restore_state takes a copy of this manager (same type, capacity and policy), "
+                             f"not {type(snapshot).__name__}")
+        np.copyto(self._a64, snapshot._a64)
+        np.copyto(self._a32, snapshot._a32)
+        np.copyto(self._a8, snapshot._a8)
+        np.copyto(self._pf, snapshot._pf)
+        np.copyto(self._table, snapshot._table)
+        np.copyto(self._objects, snapshot._objects)
+        if self._keys.shape == snapshot._keys.shape:
+            np.copyto(self._keys, snapshot._keys)
+        else:  # key rows widened on one side (a long hash): the snapshot's rows, copied
+            self._keys = snapshot._keys.copy()
+        self._events = list(snapshot._events)
 
     @property
     def _state(self) -> tuple[npt.NDArray[Any], ...]:

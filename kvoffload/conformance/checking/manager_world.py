@@ -40,7 +40,7 @@ from ...spec.types import BlockStatus
 from ..judge import ManagerJudge, Verdict, method_clause, probe_calls
 from ..lockstep.strategies import OneShot, listed
 from .model_checker import LockstepWorld
-from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, twin_blocks
+from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, share_policy, twin_blocks
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
 __all__ = ["ManagerOp", "ManagerWorld", "manager_alphabet_text", "render_op"]
@@ -94,6 +94,28 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
     return new
 
 
+def reference_memento(manager: ReferenceManager) -> tuple[Any, ...]:
+    """A manager of reference parts' state, for ``restore_reference``: its very blocks with
+    their ref counts, its free ids, a copy of its policy on those blocks, its events."""
+    backend = manager.backend
+    assert isinstance(backend, ReferenceCPUBackend)
+    blocks = dict(backend._handed_out)
+    return (blocks, [(block, block.ref_cnt) for block in blocks.values()], list(backend._free_ids),
+            share_policy(manager.policy), list(manager._events))
+
+
+def restore_reference(manager: ReferenceManager, memento: tuple[Any, ...]) -> None:
+    """Put ``manager`` back in the state its ``reference_memento`` kept, in place: blocks
+    are reused (a block is a ctypes structure, costly to build), dicts and lists copied."""
+    blocks, refs, free, policy, events = memento
+    for block, ref in refs:
+        block.ref_cnt = ref
+    backend = manager.backend
+    assert isinstance(backend, ReferenceCPUBackend)
+    backend._handed_out, backend._free_ids = dict(blocks), list(free)
+    manager.policy, manager._events = share_policy(policy), list(events)
+
+
 def _clonable(target: Any) -> bool:
     return (
         isinstance(target, ReferenceManager)
@@ -122,6 +144,9 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         #: (M1), are judged once per new state (``settle``) and a merged state needs no probe.
         self.clonable = _clonable(self.target)  # of reference parts alone: copied field by field
         self.exact = hasattr(self.target, "logical_state") or self.clonable
+        #: calls are undone in place (``restore``): the model and the target of reference parts, or a
+        #: target that restores its own state (``restore_state``: the production manager)
+        self.restorable = _clonable(self.model) and (self.clonable or hasattr(self.target, "restore_state"))
 
     @property
     def model(self) -> ReferenceManager:
@@ -172,6 +197,35 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         judge.id_of, judge.replayed = dict(judge.id_of), set(judge.replayed)
         judge.failed_since_take = set(judge.failed_since_take)
         self.inflight = list(self.inflight)
+
+    def memento(self, copy: Callable[[Any], Any]) -> Any:
+        """``LockstepWorld.memento``; when ``restorable``: this world's and the judge's fields,
+        the records the calls change, the model's state and the target's (a copy of the
+        production manager, kept untouched)."""
+        if not self.restorable:
+            return super().memento(copy)
+        judge, target = self.judge, self.target
+        kept = reference_memento(target) if self.clonable else target.__deepcopy__({})
+        return (dict(vars(self)), dict(vars(judge)), list(self.history), list(self.inflight), dict(judge.id_of),
+                set(judge.replayed), set(judge.failed_since_take), reference_memento(judge.model), kept)
+
+    def restore(self, memento: Any) -> None:
+        """``LockstepWorld.restore``; when ``restorable``, in place: nothing is copied whole."""
+        if not self.restorable:
+            return super().restore(memento)
+        fields, judge_fields, history, inflight, id_of, replayed, failed, model, kept = memento
+        judge = self.judge
+        vars(self).clear()
+        vars(self).update(fields)
+        vars(judge).clear()
+        vars(judge).update(judge_fields)
+        self.history, self.inflight, self._log = list(history), list(inflight), None
+        judge.id_of, judge.replayed, judge.failed_since_take = dict(id_of), set(replayed), set(failed)
+        restore_reference(judge.model, model)
+        if self.clonable:
+            restore_reference(self.target, kept)
+        else:
+            self.target.restore_state(kept)
 
     def render(self, index: int, name: Callable[[object], str]) -> str:
         return render_op(self.history[index], name)

@@ -115,6 +115,20 @@ class LockstepWorld(abc.ABC, Generic[Op]):
             return None
         return new
 
+    def memento(self, copy: Callable[[LockstepWorld[Op]], LockstepWorld[Op]]) -> Any:
+        """What ``restore`` brings this world back to: by default a copy of it (``copy``: a
+        ``fork``, or a replay of its path), kept untouched; a world that can undo calls in
+        place keeps less."""
+        return copy, copy(self)
+
+    def restore(self, memento: Any) -> None:
+        """Undo every call made since ``memento(...)`` was taken (``_expand``): by default
+        this world becomes a copy of the one kept."""
+        copy, kept = memento
+        twin = copy(kept)
+        vars(self).clear()
+        vars(self).update(vars(twin))
+
     def forgotten(self) -> tuple[bytes, ...]:
         """The alphabet's hashes the model does not hold: touching them is a no-op for the
         model, and changes the order of a target still remembering one (``probe``)."""
@@ -228,9 +242,10 @@ def _expand(start: int, stop: int) -> Run:
     """Judge every call out of states ``start:stop`` of the level (``_LEVEL``), in search order (``Run``).
     Each target state's hidden state is probed: when it merges into a known state (unless its key holds it
     all: ``exact``), and when new (the states kept are rebuilt by ``explore``: this copy is spent).
-    An ``exact`` world makes each call on itself, with a spare copy made beforehand: a call that leaves the
-    state as it was, hash for hash (a refused store, a touch of absent hashes: about half of them), is
-    forgotten and costs no copy; one that changes it takes the spare's place (``frontier`` then holds the spare).
+    An ``exact`` world makes each call on itself, with a ``memento`` of its state taken beforehand: a call that
+    leaves the state as it was, hash for hash (a refused store, a touch of absent hashes: about half of them), is
+    forgotten and costs nothing more; one that changes it is undone (``restore``: in place where the world can,
+    cheaper than a copy).
     Equal keys alone would not do: they may rename hashes (a touch swapping two pending blocks), and the calls
     listed for the state would then not be its canonical ones."""
     frontier, parents, copy_of = _LEVEL
@@ -240,33 +255,31 @@ def _expand(start: int, stop: int) -> Run:
     for index in range(start, stop):
         key, world = frontier[index]
         labels = world.labels if world.fingerprint() == key else None  # (always equal: each key is its state's)
-        spare: LockstepWorld[Any] | None = None  # ``world``'s state, for the call after one that changes it
+        in_place = world.exact and world.in_place
+        memento = world.memento(lambda w: copy_of(w, key)) if in_place else None  # ``world``'s state, kept
         for op in world.enabled():
             transitions += 1
-            if world.exact and world.in_place:  # the call made on the state itself (docstring)
-                spare = spare or copy_of(world, key)
-                child = world
-            else:
-                child = copy_of(world, key)
+            child = world if in_place else copy_of(world, key)
             try:
                 child.apply(op)
                 child_key = child.fingerprint()
-                if child is world:
-                    if child_key == key and world.labels == labels:  # the same state, hash for hash: forgotten
-                        world.forget_last()
-                        continue
-                    world, spare = spare, None
-                    frontier[index] = (key, world)  # (in this process, ``explore`` copies the state from it)
-                if child_key in parents or child_key in seen:
-                    if not child.exact:  # a target's hidden state, once, before it merges
-                        child.probe()
+                if child is world and child_key == key and world.labels == labels:  # the same state, hash for hash
+                    world.forget_last()
                     continue
-                child.settle()
-                child.probe()
+                new = child_key not in parents and child_key not in seen
+                if new:
+                    child.settle()
+                if new or not child.exact:  # a target's hidden state, once, before it merges
+                    child.probe()
             except ConformanceFailure as failure:
+                if child is world:  # ``explore`` still copies the states found before it from here
+                    world.restore(memento)
                 return found, transitions, (index, op, (failure.clauses, failure.message, failure.reproduction))
-            seen.add(child_key)
-            found.append((index, op, child_key))
+            if child is world:
+                world.restore(memento)  # back to ``key``'s state for the next call (``explore`` copies it too)
+            if new:
+                seen.add(child_key)
+                found.append((index, op, child_key))
     return found, transitions, None
 
 

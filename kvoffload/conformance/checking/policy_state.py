@@ -24,7 +24,7 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "twin_blocks", "ghosts_of", "plain_policy", "shallow"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "share_policy", "twin_blocks", "ghosts_of", "plain_policy", "shallow"]
 
 T = TypeVar("T")
 #: The state fields of each exact policy, in key order.
@@ -36,6 +36,8 @@ FIELDS: dict[type, tuple[str, ...]] = {
 }
 #: Fields holding hashes that are remembered but not present (A2, F3).
 _GHOST_FIELDS = frozenset({"b1", "b2", "ghost"})
+#: Fields whose entries carry a counter or a bit beside the block (S3-FIFO's F1, SIEVE's V1).
+_COUNTED_FIELDS = frozenset({"small", "main", "queue"})
 
 
 def ghost_capacity(policy: str, capacity: int) -> int:
@@ -149,6 +151,19 @@ def twin_blocks(blocks: Iterable[BlockStatus]) -> dict[int, BlockStatus]:
         twin = twins[id(block)] = BlockStatus(block.block_id)
         twin.ref_cnt = block.ref_cnt
     return twins
+
+
+def share_policy(policy: Any) -> Any:
+    """A copy of ``policy`` on the very same blocks: its dicts copied, and the entries that
+    count (``_COUNTED_FIELDS``); ``clone_policy`` with each block mapped to itself, faster."""
+    new = shallow(policy)
+    for field in _fields(policy):
+        value = getattr(policy, field)
+        if field in _COUNTED_FIELDS:
+            setattr(new, field, OrderedDict([(h, copy.copy(entry)) for h, entry in value.items()]))
+        elif isinstance(value, dict):
+            setattr(new, field, value.copy())
+    return new
 
 
 def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:

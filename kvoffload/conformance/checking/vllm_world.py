@@ -113,6 +113,7 @@ class VllmManagerWorld(ManagerWorld):
         super().__init__(lambda: as_contract_manager(build()), capacity, policy, offload_keys(hashes), touch_max,
                          f"as_contract_manager({construct})", imports, **rest)
         self.request_calls = request_calls
+        self.restorable = False  # the open request and the tracker are copied with the world (``copy_parts``)
         if admission is not None and admission[0] >= 2:
             self.judge.admission = ReferenceAdmission(*admission)
         elif admission is not None:  # store_threshold 1 with a tracker size: admission off (N2)
