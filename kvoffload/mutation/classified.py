@@ -513,4 +513,19 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "refused at construction; the factory builds LRU and ARC, which both define touch")),
     _VP + "lru.py|64:41|core/NumberReplacer#8": (EQUIVALENT, (
         "the rebuild threshold at 65 updated keys for 64: " + _REBUILD_OR_PUSH)),
+    # seed 14 (vLLM 0.33), 2026-11-28
+    _VP33 + "lru.py|81:39|core/ReplaceBinaryOperator_Mul_Pow#0": (EQUIVALENT, (
+        f"`2 ** len(...)` for `2 * len(...)` in the compaction threshold (compaction almost never): {_COMPACTION_ONLY}")),
+    _VP33 + "lru.py|81:33|core/NumberReplacer#11": (EQUIVALENT, (
+        f"heap compaction from 63 lazy entries instead of 64: {_COMPACTION_ONLY}")),
+    _VP33 + "lru.py|197:33|core/ReplaceComparisonOperator_Eq_GtE#3": (EQUIVALENT, (
+        "weakens evict's `assert chunk.ref_cnt == 0` to `>= 0`: the entries reaching it are current, so their keys "
+        "are in _evictable, which holds only chunks at ref_cnt 0; the assertion held either way")),
+    _VP33 + "lru.py|178:16|core/NumberReplacer#29": (EQUIVALENT, (
+        "early return on `n == -1` instead of `n == 0`: evict(0) then pops nothing (`len(selected) < 0` is false), "
+        "`0 < 0` is false, defers nothing and returns [] with no state change; evict(-1) returned [] before too")),
+    _VP33 + "arc.py|153:13|core/ReplaceComparisonOperator_Eq_Lt#0": (EQUIVALENT, (
+        "`n < 0` for `n == 0`: evict(0) runs range(0), applies no eviction and trims ghost lists that are already "
+        "within the capacity (only evict grows them, and it trims them), so it returns [] with no state change; "
+        "negative n returned [] before too")),
 }
