@@ -27,7 +27,7 @@ step "production manager, every fingerprint colliding (I8), with h0: LRU 1..3, A
 check --capacity 3 --policy lru --target "${COLLIDING}_lru_manager" --distinguished 1
 check --capacity 2 --policy arc --target "${COLLIDING}_arc_manager" --distinguished 1
 
-step "production manager, ARC 1..3, every reachable state: the literal command of issue 15 (minutes: README, 'Where it is cut')"
+step "production manager, ARC 1..3, every reachable state: the literal command of issue 15 (about a minute: README, 'Where it is cut')"
 check --capacity 3 --policy arc --target impl
 
 step "production manager, LRU and ARC, capacities 1..3 with h0, every state within 5 calls"

@@ -230,6 +230,7 @@ class CPUOffloadingManager(OffloadingManager):
                 self.num_blocks, self.policy, self._ghosts):
             raise ValueError("restore_state takes a copy of this manager (same type, capacity and policy), "
                              f"not {type(snapshot).__name__}")
+        # the arrays of ``_STATE_ARRAYS`` one by one, not in a loop (a loop cost the checker ~3% of its time)
         np.copyto(self._a64, snapshot._a64)
         np.copyto(self._a32, snapshot._a32)
         np.copyto(self._a8, snapshot._a8)
