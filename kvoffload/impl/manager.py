@@ -230,17 +230,12 @@ class CPUOffloadingManager(OffloadingManager):
                 self.num_blocks, self.policy, self._ghosts):
             raise ValueError("restore_state takes a copy of this manager (same type, capacity and policy), "
                              f"not {type(snapshot).__name__}")
-        # the arrays of ``_STATE_ARRAYS`` one by one, not in a loop (a loop cost the checker ~3% of its time)
-        np.copyto(self._a64, snapshot._a64)
-        np.copyto(self._a32, snapshot._a32)
-        np.copyto(self._a8, snapshot._a8)
-        np.copyto(self._pf, snapshot._pf)
-        np.copyto(self._table, snapshot._table)
-        np.copyto(self._objects, snapshot._objects)
-        if self._keys.shape == snapshot._keys.shape:
-            np.copyto(self._keys, snapshot._keys)
-        else:  # key rows widened on one side (a long hash): the snapshot's rows, copied
-            self._keys = snapshot._keys.copy()
+        for name in _STATE_ARRAYS:
+            mine, theirs = getattr(self, name), getattr(snapshot, name)
+            if mine.shape == theirs.shape:
+                np.copyto(mine, theirs)
+            else:  # key rows widened on one side (a long hash): the snapshot's rows, copied
+                setattr(self, name, theirs.copy())
         self._events = list(snapshot._events)
 
     @property

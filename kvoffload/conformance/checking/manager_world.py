@@ -116,6 +116,15 @@ def restore_reference(manager: ReferenceManager, memento: tuple[Any, ...]) -> No
     manager.policy, manager._events = share_policy(policy), list(events)
 
 
+#: What a judged call changes in place in the judge besides its model (a copy of a world copies them).
+_JUDGE_RECORDS = ("id_of", "replayed", "failed_since_take")
+
+
+def judge_records(fields: dict[str, Any]) -> dict[str, Any]:
+    """Copies of the ``_JUDGE_RECORDS`` among a judge's ``fields`` (its ``vars``)."""
+    return {name: fields[name].copy() for name in _JUDGE_RECORDS}
+
+
 def _clonable(target: Any) -> bool:
     return (
         isinstance(target, ReferenceManager)
@@ -194,8 +203,7 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         judge = self.judge = shallow(self.judge)
         judge.name = self._name  # the copy names hashes from its own history
         judge.model = clone_reference_manager(judge.model)
-        judge.id_of, judge.replayed = dict(judge.id_of), set(judge.replayed)
-        judge.failed_since_take = set(judge.failed_since_take)
+        vars(judge).update(judge_records(vars(judge)))
         self.inflight = list(self.inflight)
 
     def memento(self, copy: Callable[[Any], Any]) -> Any:
@@ -206,21 +214,21 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
             return super().memento(copy)
         judge, target = self.judge, self.target
         kept = reference_memento(target) if self.clonable else target.__deepcopy__({})
-        return (dict(vars(self)), dict(vars(judge)), list(self.history), list(self.inflight), dict(judge.id_of),
-                set(judge.replayed), set(judge.failed_since_take), reference_memento(judge.model), kept)
+        return ({**vars(self), "history": list(self.history), "inflight": list(self.inflight)},
+                {**vars(judge), **judge_records(vars(judge))}, reference_memento(judge.model), kept)
 
     def restore(self, memento: Any) -> None:
         """``LockstepWorld.restore``; when ``restorable``, in place: nothing is copied whole."""
         if not self.restorable:
             return super().restore(memento)
-        fields, judge_fields, history, inflight, id_of, replayed, failed, model, kept = memento
+        fields, judge_fields, model, kept = memento
         judge = self.judge
         vars(self).clear()
         vars(self).update(fields)
+        self.history, self.inflight, self._log = list(self.history), list(self.inflight), None
         vars(judge).clear()
         vars(judge).update(judge_fields)
-        self.history, self.inflight, self._log = list(history), list(inflight), None
-        judge.id_of, judge.replayed, judge.failed_since_take = dict(id_of), set(replayed), set(failed)
+        vars(judge).update(judge_records(judge_fields))
         restore_reference(judge.model, model)
         if self.clonable:
             restore_reference(self.target, kept)
