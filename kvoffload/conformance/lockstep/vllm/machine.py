@@ -53,7 +53,7 @@ THRESHOLD_ONE_ONE_IN = 4
 
 #: K9: vLLM's CPU manager's usage gauges and admission counter (``CPUOffloadingMetrics``), by what each counts.
 K9_METRICS = {"usage": "vllm:kv_offload_cpu_cache_usage_perc", "write": "vllm:kv_offload_cpu_cache_write_usage_perc",
-          "read": "vllm:kv_offload_cpu_cache_read_usage_perc", "skipped": "vllm:kv_offload_stores_skipped"}
+              "read": "vllm:kv_offload_cpu_cache_read_usage_perc", "skipped": "vllm:kv_offload_stores_skipped"}
 
 
 def reported_metrics(stats: Any) -> dict[str, float]:
