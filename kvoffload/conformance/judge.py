@@ -226,6 +226,7 @@ class ManagerJudge:
         policy = self.make_policy(self.capacity) if self.make_policy is not None else self.policy
         self.model = ReferenceManager(self.capacity, policy=self.adopt or policy, enable_events=self.events_on)
         self.id_of: dict[bytes, tuple[int, str]] = {}
+        self.ids_added = False  # ids recorded since ``aliasing`` last held
         self.medium: Any = None
         self.event_meta: tuple[Any, Any] | None = None
         self.replayed: set[bytes] = set()
@@ -275,7 +276,8 @@ class ManagerJudge:
         success = keywords.get("success", True)
         failing = set() if success else {h for h in items if self.ref(h) == -1}
         model_out = invoke(getattr(self.model, method), list(model_items), **keywords)
-        self.record(method, model_items, **keywords)
+        if self.calls is not None:
+            self.record(method, model_items, **keywords)
         step = Step(model_out, target_out)
         if isinstance(argument, OneShot) and argument.reiterated:
             step.verdict = Verdict(("M0",), f"{method} iterated its one-shot hashes argument a second time "
@@ -473,6 +475,7 @@ class ManagerJudge:
                            f"len({var}.store_spec.block_ids) == {count}")
         for index, h in enumerate(got.block_hashes_to_store):
             self.id_of[h] = (int(ids[index]), f"{var}.store_spec.block_ids[{index}]" if self.sources else "")
+        self.ids_added = True
         # B4: a CPU block id addresses the backend's buffer, so it lies in [0, capacity)
         # (vLLM 0.32's CPU spec has no medium(); its class name says CPU).
         if medium == "CPU" or type(spec).__name__.startswith("CPU"):
@@ -486,14 +489,16 @@ class ManagerJudge:
     def events(self, target: Any, var: str = "events") -> Verdict | None:
         """M8: ``take_events`` yields the model's events (M5 removed, M6 stored, M7 none for
         a failed store), with one block size and medium; I5: replaying them gives the ready set."""
-        target_events, error = invoke(lambda: list(target.take_events()))
-        if error is not None:
+        try:
+            target_events = list(target.take_events())
+        except Exception as error:  # the target may raise anything
             return Verdict(("M8",), f"take_events raised {error!r}")
-        view = [(list(e.block_hashes), bool(e.removed)) for e in target_events]
-        expected = [(list(e.block_hashes), bool(e.removed)) for e in self.model.take_events()]
+        model_events = self.model.take_events()
         failed, self.failed_since_take = self.failed_since_take, set()
-        if not view and not expected:  # nothing changed the ready set (I5 held after the last events)
+        if not target_events and not model_events:  # nothing changed the ready set (I5 held after the last events)
             return None
+        view = [(list(e.block_hashes), bool(e.removed)) for e in target_events]
+        expected = [(list(e.block_hashes), bool(e.removed)) for e in model_events]
         if not self.events_on and view:
             return Verdict(("M8",), "events are off, but take_events yielded events", f"{var} == []")
         for meta in [(event.block_size, event.medium) for event in target_events]:
@@ -569,7 +574,11 @@ class ManagerJudge:
         return None
 
     def aliasing(self) -> Verdict | None:
-        """I4: the block ids of live blocks never collide (I8 when the hashes are confusable)."""
+        """I4: the block ids of live blocks never collide (I8 when the hashes are confusable).
+        Checked once ids were added since it last held (``ids_added``): only a store adds
+        live blocks and ids; every other call can only drop them, and a collision with them."""
+        if not self.ids_added:
+            return None
         owners: dict[int, tuple[bytes, str]] = {}
         for h in self.model.blocks():
             known = self.id_of.get(h)
@@ -580,6 +589,7 @@ class ManagerJudge:
                 return Verdict(("I4", "I8") if confusable(h, other[0]) else ("I4",),
                                f"{self.name(h)} and {self.name(other[0])} are both present and share block {known[0]}",
                                f"{known[1]} != {other[1]}" if known[1] and other[1] else "")
+        self.ids_added = False
         return None
 
 
