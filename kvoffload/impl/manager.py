@@ -467,24 +467,23 @@ class CPUOffloadingManager(OffloadingManager):
 
     def ghost_lists(self) -> list[list[BlockHash]]:
         """The hashes of each ghost list, oldest first (ARC's B1 and B2, S3-FIFO's G; empty
-        for LRU and SIEVE): O(ghosts), read from the ghost chains, every key row in one gather."""
-        return self._ghost_lists(self._meta.tolist())
+        for LRU and SIEVE): O(ghosts), each key row read through one byte view of the rows."""
+        return self._ghost_lists(self._meta.tolist(), self._keys.data.cast("B"))
 
-    def _ghost_lists(self, meta: list[int]) -> list[list[BlockHash]]:
-        """``ghost_lists`` from ``meta`` read as a list. Each key row is read through one
-        byte view of the rows (the model checker keys every state by it: a gather of the
-        rows would cost more than the few ghosts of its small caches)."""
+    def _ghost_lists(self, meta: list[int], rows: Any) -> list[list[BlockHash]]:
+        """``ghost_lists`` from ``meta`` read as a list and ``rows``, the key rows' bytes (C
+        order: row nd at nd * width): a byte view, or a copy of them all where the caller
+        reads every block anyway (``logical_state``: a slice of bytes is the hash itself)."""
         cap = self.num_blocks
         gnext = self._gnext.tolist()
         width = self._keys.shape[1] * 8
-        rows = self._keys.data.cast("B")  # C order: row nd at nd * width
         ghosts: list[list[BlockHash]] = []
         for g in range(L.LIST_COUNT):
             chain, nd = [], meta[ghost_slot(g, GHOST_HEAD)]
             while nd >= 0:  # row_head: the length in the low half, a tag above
                 start = nd * width
                 length = int.from_bytes(rows[start : start + 8], sys.byteorder) & L.LOW_HALF
-                chain.append(BlockHash(rows[start + 8 : start + 8 + length].tobytes()))
+                chain.append(bytes(rows[start + 8 : start + 8 + length]))  # (of bytes: that very object)
                 nd = gnext[nd - cap]
             ghosts.append(chain)
         return ghosts
@@ -513,7 +512,7 @@ class CPUOffloadingManager(OffloadingManager):
                 listed[blk[i] - L.T1].append((objects[i], ref[i]))
         lists = tuple(map(tuple, listed))
         meta = self._meta.tolist()
-        ghosts = tuple(tuple(chain) for chain in self._ghost_lists(meta))
+        ghosts = tuple(map(tuple, self._ghost_lists(meta, self._keys.tobytes())))
         marks: tuple[tuple[BlockHash, int], ...] = ()
         if L.mark_bytes(meta[L.POLICY], cap):
             mark = self._a8[len(self._a8) - cap :].tolist()

@@ -116,14 +116,17 @@ def _entry_key(value: Any) -> Hashable:
 
 
 def policy_key(policy: Any, name: Callable[[bytes], int]) -> tuple[Hashable, ...]:
-    """Every field, in order, hashes renamed by ``name`` (``symmetry.Relabel``)."""
-    return tuple(_field_key(getattr(policy, field), name) for field in _fields(policy))
+    """Every field, in order, hashes renamed by ``name`` (``symmetry.Relabel``): a ghost list
+    as its renamed hashes, any other list as (renamed hash, entry key) pairs."""
+    return tuple([_field_key(getattr(policy, field), name, field in _GHOST_FIELDS) for field in _fields(policy)])
 
 
-def _field_key(value: Any, name: Callable[[bytes], int]) -> Hashable:
-    if isinstance(value, dict):
-        return tuple([(name(h), _entry_key(v)) for h, v in value.items()])
-    return name(value) if isinstance(value, bytes) else value
+def _field_key(value: Any, name: Callable[[bytes], int], ghosts: bool) -> Hashable:
+    if not isinstance(value, dict):
+        return name(value) if isinstance(value, bytes) else value
+    if ghosts:  # (their entries are None: nothing else to key)
+        return tuple(map(name, value))
+    return tuple([(name(h), _entry_key(v)) for h, v in value.items()])
 
 
 def shallow(obj: T) -> T:

@@ -53,7 +53,7 @@ class Relabel(dict[bytes, int]):
     checker renames every hash of every state it reaches)."""
 
     def __init__(self, distinguished: Sequence[bytes]) -> None:
-        super().__init__((h, i) for i, h in enumerate(distinguished))
+        super().__init__(zip(distinguished, range(len(distinguished))))
 
     def __missing__(self, h: bytes) -> int:
         label = self[h] = len(self)
