@@ -5,12 +5,12 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
 
-__all__ = ["FactoryLoadError", "builtin_source", "load_factory"]
+__all__ = ["FactoryLoadError", "builtin_source", "call_source", "load_factory"]
 
 
 class FactoryLoadError(click.UsageError):
@@ -30,6 +30,11 @@ def builtin_source(kind: str, target: str, policy: str = "lru") -> str:
     if target == "reference":
         return f"kvoffload.conformance.factories:reference_{name}"
     return target
+
+
+def call_source(function: str, arguments: Mapping[str, Any]) -> str:
+    """The source of ``function`` called with keyword ``arguments`` (each value's repr)."""
+    return f"{function}({', '.join(f'{key}={value!r}' for key, value in arguments.items())})"
 
 
 def load_factory(spec: str) -> Callable[..., Any]:

@@ -19,6 +19,7 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import get_state_machine_test as _untyped_state_machine_test
 
 from ..spec import POLICIES
+from .loading import call_source
 from .lockstep.backend_machine import BackendMachine
 from .lockstep.machine_base import ConformanceMachine, FactoryRef, RunStats, TargetSetupError
 from .lockstep.manager_machine import ManagerMachine
@@ -120,10 +121,7 @@ def check_builds(kind: str, factory: Callable[..., Any], source: str) -> Any:
     try:
         return factory(**arguments)
     except Exception as error:
-        raise TargetSetupError(
-            f"{source}({', '.join(f'{k}={v!r}' for k, v in arguments.items())}) "
-            f"raised {type(error).__name__}: {error}"
-        ) from error
+        raise TargetSetupError(f"{call_source(source, arguments)} raised {type(error).__name__}: {error}") from error
 
 
 @contextlib.contextmanager

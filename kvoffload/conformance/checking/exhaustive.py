@@ -33,7 +33,7 @@ import click
 from .manager_world import ManagerWorld, manager_alphabet_text
 from .policy_world import PolicyWorld, policy_alphabet_text
 from ..cli import INTERFACE_OPTION
-from ..loading import FactoryLoadError, builtin_source, load_factory
+from ..loading import FactoryLoadError, builtin_source, call_source, load_factory
 from ..lockstep.machine_base import TargetSetupError
 from ..runner import target_modes
 from .model_checker import Exploration, LockstepWorld, explore
@@ -105,11 +105,6 @@ def saturating_alphabet(kind: str, policy: str, capacity: int, longest: int, dis
     return distinguished + capacity + ghost_capacity(policy, capacity) + longest
 
 
-def _keywords(arguments: dict[str, int]) -> str:
-    """``arguments`` as the source of trailing keyword arguments (a reproduction's constructor)."""
-    return "".join(f", {key}={value}" for key, value in arguments.items())
-
-
 def _admission(store_threshold: int, max_tracker_size: int | None) -> tuple[int, int] | None:
     """N2's ``(store_threshold, max_tracker_size)`` for the factory, or ``None`` (neither passed)."""
     if store_threshold < 2 and max_tracker_size is None:
@@ -161,25 +156,24 @@ def run_exhaustive(
         hashes += request_calls * store_max if vllm_manager else 0  # the keys an open request remembers (K5)
         hashes += admission[1] if admission else 0  # the keys N2's tracker remembers
     alphabet = hash_alphabet(hashes, min(distinguished, hashes))
-    make: Callable[[], Any]
+    #: the factory's keywords, and the world's own (besides ``LockstepWorld``'s)
+    arguments: dict[str, Any]
+    options: dict[str, Any]
     if kind == "manager":
         admits = {} if admission is None else {"store_threshold": admission[0], "max_tracker_size": admission[1]}
-        build = functools.partial(factory, num_blocks=capacity, enable_events=True, **admits)
-        construct = f"{source}(num_blocks={capacity}, enable_events=True{_keywords(admits)})"
-        requests = {"request_calls": request_calls, "admission": admission} if vllm_manager else {}
-        make = functools.partial(WORLDS[kind, interface], build, capacity, policy, alphabet, touch_max, construct,
-                                 imports, store_max=store_max, max_pins=max_pins, distinguished=distinguished,
-                                 **requests)
+        arguments = {"num_blocks": capacity, "enable_events": True, **admits}
+        options = {"store_max": store_max, "max_pins": max_pins}
+        options.update({"request_calls": request_calls, "admission": admission} if vllm_manager else {})
         text = manager_alphabet_text(hashes, touch_max, store_max, max_pins, distinguished)
         text += vllm_calls_text(request_calls, admission) if vllm_manager else ""
     elif kind == "policy":
-        construct = f"{source}(cache_capacity={capacity})"
-        build = functools.partial(factory, cache_capacity=capacity)
-        make = functools.partial(WORLDS[kind, interface], build, capacity, policy, alphabet, touch_max, construct,
-                                 imports, distinguished=distinguished, idle=idle)
+        arguments, options = {"cache_capacity": capacity}, {"idle": idle}
         text = policy_alphabet_text(hashes, touch_max, capacity, idle, distinguished)
     else:
         raise ValueError(f"kind={kind!r} is not 'manager' or 'policy'")
+    make = functools.partial(WORLDS[kind, interface], functools.partial(factory, **arguments), capacity, policy,
+                             alphabet, touch_max, call_source(source, arguments), imports,
+                             distinguished=distinguished, **options)
     result: Exploration[Any] = explore(make, depth, progress=progress, label=f"{policy} c={capacity} ",
                                        snapshots=snapshots)
     return ExhaustiveRun(source, kind, policy, capacity, depth, hashes, text, result)

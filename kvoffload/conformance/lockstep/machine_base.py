@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine
 
 from ..judge import Verdict, invoke
+from ..loading import call_source
 from ...spec.clauses import clause_sort_key
 from ..reports.result import CallLog, ConformanceFailure, ConformanceResult
 
@@ -49,10 +50,9 @@ class FactoryRef:
         head = attr.split(".")[0].removesuffix("()")  # "TestX().make_manager" imports TestX
         return [f"from {module} import {head}"]
 
-    def call(self, arguments: str) -> str:
-        if not self.importable:
-            return f"factory({arguments})"
-        return f"{self.source.partition(':')[2]}({arguments})"
+    def call(self, arguments: dict[str, Any]) -> str:
+        """The source of a call of the factory with keyword ``arguments``."""
+        return call_source(self.source.partition(":")[2] if self.importable else "factory", arguments)
 
 
 def _resolves(module: str, qualname: str, factory: Callable[..., Any]) -> bool:
@@ -138,7 +138,7 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     def build(self, **arguments: Any) -> Any:
         """Call the factory with keywords (and remember how, for the snippet)."""
-        self.construct = self.factory_ref.call(", ".join(f"{k}={v!r}" for k, v in arguments.items()))
+        self.construct = self.factory_ref.call(arguments)
         try:
             return self.factory_ref.factory(**arguments)
         except Exception as error:
