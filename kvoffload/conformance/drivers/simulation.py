@@ -350,12 +350,9 @@ def manager_factory(target: str, policy: str, interface: str = "auto") -> Callab
     manager written against vLLM's interface (``interface``, detected by default: K1) is
     driven through the adapter ``conform`` uses (K2: ``_VllmCPUManager``)."""
     factory = load_factory(builtin_source("manager", target, policy))
-    if target_modes("manager", factory, target, policy, interface)[0] == "vllm":
-        def make(capacity: int) -> Any:
-            return _VllmCPUManager(factory(num_blocks=capacity, enable_events=True))
-
-        return make
-    return lambda capacity: factory(num_blocks=capacity, enable_events=True)
+    vllm = target_modes("manager", factory, target, policy, interface)[0] == "vllm"
+    view: Callable[[Any], Any] = _VllmCPUManager if vllm else (lambda manager: manager)
+    return lambda capacity: view(factory(num_blocks=capacity, enable_events=True))
 
 
 @click.command(name="simulate", context_settings={"help_option_names": ["-h", "--help"]})

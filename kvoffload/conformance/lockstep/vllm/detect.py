@@ -47,13 +47,9 @@ def detect_interface(kind: str, target: Any) -> str:
     A manager is vLLM's when ``lookup`` takes a key and a request context (two positional
     parameters) or it has ``on_new_request``; a policy when ``touch`` takes keys and a
     request context."""
-    if kind == "manager":
-        if _required_positional(getattr(target, "lookup", None)) >= 2 or hasattr(target, "on_new_request"):
-            return "vllm"
-    if kind == "policy":
-        if _required_positional(getattr(target, "touch", None)) >= 2:
-            return "vllm"
-    return "contract"
+    method = {"manager": "lookup", "policy": "touch"}.get(kind)
+    vllm = method is not None and _required_positional(getattr(target, method, None)) >= 2
+    return "vllm" if vllm or (kind == "manager" and hasattr(target, "on_new_request")) else "contract"
 
 
 #: How a vLLM-interface LRU target orders its keys: ``recency`` (L1, vLLM 0.32's order)
