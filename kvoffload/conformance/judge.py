@@ -251,6 +251,15 @@ class ManagerJudge:
         if self.calls is not None:
             self.calls.append((method, list(items), dict(keywords)))
 
+    def store_candidates(self, items: Sequence[bytes]) -> list[bytes]:
+        """The absent keys of an offer of ``items`` that N2's admission, when on, admits (the
+        offer not counted yet): the store misses a vLLM-interface manager reports (K6)."""
+        absent = [h for h in items if self.ref(h) is None]
+        if self.admission is not None and absent:
+            admitted = set(self.admission.preview(list(items), lambda h: self.ref(h) is not None))
+            absent = [h for h in absent if h in admitted]
+        return absent
+
     def store_misses(self, keys: list[bytes]) -> None:
         """K6: a vLLM-interface manager's ``prepare_store`` hands its store misses to its
         policy before it stores (``on_store_miss``, a touch: an ARC ghost among them moves
@@ -540,10 +549,17 @@ class ManagerJudge:
                            f"{check} == {expected!r}")
         return None
 
-    def key_sweep(self, answers: Sequence[str], keys: Sequence[bytes], clauses: tuple[str, ...], why: str,
+    def key_sweep(self, target: Any, keys: Sequence[bytes], clauses: tuple[str, ...], why: str,
                   var: str) -> Verdict | None:
-        """K1: ``answers``, the names of ``lookup(key, ctx)``'s answers for ``keys``, are HIT
-        where the model holds the key ready, HIT_PENDING where pending, MISS where absent."""
+        """K1: ``target.key_lookup(key)`` (the name of ``lookup(key, ctx)``'s answer) for each
+        of ``keys`` is HIT where the model holds the key ready, HIT_PENDING where pending, MISS
+        where absent."""
+        answers: list[str] = []
+        for h in keys:
+            answer, error = invoke(target.key_lookup, h)
+            if error is not None:
+                return Verdict(("K1", "M1"), f"lookup({self.name(h)}, ctx) raised {error!r} ({why})")
+            answers.append(answer)
         expected = [expected_lookup(self.ref(h)) for h in keys]
         index = next((i for i, (a, b) in enumerate(zip(answers, expected)) if a != b), None)
         if index is None:

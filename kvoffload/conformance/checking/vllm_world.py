@@ -156,10 +156,7 @@ class VllmManagerWorld(ManagerWorld):
                 self.access.loaded(hashes)  # K5: observed and reused
                 self.calls_in_request += 1
             return
-        absent = [h for h in dict.fromkeys(hashes) if self.judge.ref(h) is None]
-        if self.tracker is not None and absent:  # N2: keys not admitted are no store misses (K6) nor observed (K5)
-            admitted = set(self.tracker.preview(list(hashes), lambda h: self.judge.ref(h) is not None))
-            absent = [h for h in absent if h in admitted]
+        absent = self.judge.store_candidates(hashes)  # N2: keys not admitted are no store misses (K6) nor observed (K5)
         if self.access is None:  # K6: the store misses reach the policy before the store
             self.judge.store_misses(absent)
             super().apply(op)
@@ -271,14 +268,8 @@ class VllmManagerWorld(ManagerWorld):
 
     def sweep(self, hashes: list[bytes], clause: str, why: str) -> Verdict | None:
         """K1: ``lookup(key, ctx)`` of each hash, judged by ``ManagerJudge.key_sweep``."""
-        answers: list[str] = []
-        for h in hashes:
-            answer, error = invoke(self.target.key_lookup, h)
-            if error is not None:
-                return Verdict(("K1", "M1"), f"lookup({self._name(h)}, ctx) raised {error!r} ({why})")
-            answers.append(answer)
         check = f"[m.key_lookup(h) for h in ({', '.join(map(self._name, hashes))},)]"
-        return self.judge.key_sweep(answers, hashes, (clause,), why, check)
+        return self.judge.key_sweep(self.target, hashes, (clause,), why, check)
 
 
 class VllmPolicyWorld(PolicyWorld):

@@ -180,14 +180,8 @@ class VllmManagerMachine(ManagerMachine):
         self.step()
         var = self.log.var("s")
         self.log.add(f"{var} = [m.key_lookup(h) for h in ({', '.join(map(self.log.name, self.pool))},)]")
-        answers: list[str] = []
-        for h in self.pool:
-            value, error = invoke(self.target.key_lookup, h)
-            if error is not None:
-                self.fail(("K1", "M1"), f"lookup({self.log.name(h)}, ctx) raised {error!r} ({why})")
-            answers.append(value)
         self.exercised("K1")
-        self.judged(self.judge.key_sweep(answers, self.pool, clauses, why, var))
+        self.judged(self.judge.key_sweep(self.target, self.pool, clauses, why, var))
 
     def probe_keys(self, count: int) -> list[bytes]:
         """``ManagerMachine.probe_keys`` as ``OffloadKey``s of the first KV cache group (K5)."""
@@ -196,13 +190,8 @@ class VllmManagerMachine(ManagerMachine):
     # -- K6: store misses are observed first ----------------------------------------------------
     def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> Any:
         if method == "prepare_store":
-            absent = [h for h in items if self.ref(h) is None]  # keys only: no badly typed calls here
-            admission = self.judge.admission
-            if admission is not None and absent:
-                # N2: keys the offer does not admit are no store misses (K6) nor observed (K5)
-                admitted = set(admission.preview(items, lambda h: self.ref(h) is not None))
-                absent = [h for h in absent if h in admitted]
-            self.store_candidates = absent
+            # keys only (no badly typed calls here); N2: keys not admitted are no store misses (K6) nor observed (K5)
+            absent = self.store_candidates = self.judge.store_candidates(items)
             fresh = absent if self.open_request is None else self.open_request.new_store_misses(absent)
             if fresh:
                 self.ghost_store_misses += len(set(fresh) & set(self.ghosts()))
@@ -388,7 +377,6 @@ class VllmManagerMachine(ManagerMachine):
         for each in opened:
             each.access = RequestAccess()
         self.open_request = request.access  # the request whose turn this is stays current
-        self.exercised("K7")
         self._turn_store(request, data, opened)
         self._enter(None)
         self._fill(data)
@@ -534,9 +522,8 @@ class VllmManagerMachine(ManagerMachine):
             return False
         if data.draw(st.integers(1, RESET_INSIDE_ONE_IN), label="reset inside") != RESET_INSIDE_ONE_IN:
             return False
-        self.reset_cache()
+        self.reset_cache()  # K7 exercised there
         self.resets_inside += 1
-        self.exercised("K7")
         return True
 
     def _store_fresh_rounds(self, data: st.DataObject, rounds: int, most: int, label: str) -> None:
