@@ -27,6 +27,10 @@ NOT_EQUIVALENT = "not equivalent"
 UNREACHABLE = "unreachable"
 KILLED_NOW = "not equivalent, killed by the current suite"
 
+#: vLLM's default N2 tracker size, changed by one either way
+_DEFAULT_TRACKER = (
+    "the default max_tracker_size (64000 +/- 1): the factory convention never uses it (the admission suite passes "
+    "max_tracker_size=6; with admission off there is no tracker), and no run offers 64000 distinct keys")
 _M = "vllm-cpu|manager.py|"
 _RL = "reference-policies|lru.py|"
 _VP = "vllm-cpu|policies/"
@@ -206,6 +210,12 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         'prepared (the mutant sets ref_cnt to -1: lookup answers HIT_PENDING). Only a caller breach '
         '(C2) shows it, which the default kill test never makes; strict mode does and kills it '
         '(checked)')),
+    _M + "244:33|core/ReplaceComparisonOperator_Gt_GtE#0": (UNREACHABLE, (
+        "complete_load's guard `ref_cnt > 0` weakened to `>= 0`: completing a load on an idle chunk (ref_cnt 0, no "
+        "load in flight) no longer raises and sets ref_cnt to -1 (lookup then answers HIT_PENDING). Only a caller "
+        "breach (C2) shows it, which the default kill test never makes (checked by hand on the seed-15 sample, "
+        "2026-11-29: store a key, complete it, complete a load of it; the original raises, the mutant answers "
+        "HIT_PENDING). Strict mode stops first at vLLM's duplicate-key finding (M5.1)")),
     _M + "247:52|core/NumberReplacer#40": (KILLED_NOW, (
         "the evictable count grows by 2 when a load completes: every answer is the same, but the cache-usage gauge reads low. "
         f"{_K9}")),
@@ -315,10 +325,8 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _M + "279:73|core/ReplaceBinaryOperator_Sub_RShift#4": (KILLED_NOW, (
         "`>>` for `-` in the count of offers admission skipped: every answer is the same, but get_stats' stores_skipped counter is wrong. "
         f"{_K9}")),
-    _M + "65:32|core/NumberReplacer#3": (UNREACHABLE, (
-        "the default max_tracker_size (64000 +/- 1): the factory convention never uses it (the "
-        "admission suite passes max_tracker_size=6; with admission off there is no tracker), and "
-        "no run offers 64000 distinct keys")),
+    _M + "65:32|core/NumberReplacer#3": (UNREACHABLE, _DEFAULT_TRACKER),
+    _M + "65:32|core/NumberReplacer#2": (UNREACHABLE, _DEFAULT_TRACKER),
     _M + "376:37|core/ReplaceAndWithOr#1": (UNREACHABLE, (
         "a successful complete_store also 'completes' ready keys (ref_cnt reset to 0, a second "
         "stored event) and raises on absent ones: only a C3 breach (completing keys not returned "
