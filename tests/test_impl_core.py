@@ -184,6 +184,33 @@ def test_restore_state_refuses_another_manager_and_changes_nothing() -> None:
         assert all(np.array_equal(mine, then) for mine, then in zip(manager._state, before))
 
 
+@pytest.mark.parametrize("policy", ["lru", "arc"])
+def test_same_state_tells_a_call_that_changed_nothing_from_one_that_did(policy: str) -> None:
+    """``same_state(copy)`` (the model checker forgets a call with it): true after calls that
+    change nothing (lookups, a refused store, a touch of absent hashes), false after any call
+    that changes a byte of state (a touch that only renews a stamp, a pin), true again once
+    ``restore_state`` undid it."""
+    pool = [bytes([i]) * 32 for i in range(6)]
+    manager = CPUOffloadingManager(2, policy=policy, enable_events=True)
+    stored = manager.prepare_store(pool[:2])
+    assert stored is not None
+    manager.complete_store(stored.block_hashes_to_store)
+    manager.prepare_load(pool[:1])  # pinned: with the other ready block's store pending, nothing is evictable
+    pending = manager.prepare_store(pool[2:3])
+    assert pending is not None and list(pending.block_hashes_evicted) == [pool[1]]
+    snapshot = copy.deepcopy(manager)
+    manager.lookup(pool)
+    assert manager.prepare_store(pool[3:4]) is None  # refused (M5.4): nothing moves
+    manager.touch(pool[4:])
+    assert manager.same_state(snapshot)
+    manager.touch(pool[2:3])  # the pending block renewed
+    assert not manager.same_state(snapshot)
+    manager.restore_state(snapshot)
+    assert manager.same_state(snapshot)
+    manager.complete_load(pool[:1])
+    assert not manager.same_state(snapshot)
+
+
 def _run_python(code: str, env: dict[str, str], cwd: Path, *args: str) -> str:
     done = subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -238,6 +238,12 @@ class CPUOffloadingManager(OffloadingManager):
                 setattr(self, name, theirs.copy())
         self._events = list(snapshot._events)
 
+    def same_state(self, snapshot: CPUOffloadingManager) -> bool:
+        """Whether this manager's state arrays equal ``snapshot``'s byte for byte (a copy made
+        earlier, as ``restore_state`` takes): then no call since changed anything (the model
+        checker forgets such a call without keying its state)."""
+        return all(getattr(self, name).tobytes() == getattr(snapshot, name).tobytes() for name in _STATE_ARRAYS)
+
     @property
     def _state(self) -> tuple[npt.NDArray[Any], ...]:
         """Every array of compiled state (tests compare them before and after a call)."""

@@ -40,7 +40,7 @@ from ...spec.types import BlockStatus
 from ..judge import ManagerJudge, Verdict, method_clause, probe_calls
 from ..lockstep.strategies import OneShot, listed
 from .model_checker import LockstepWorld
-from .policy_state import clone_policy, held, manager_key, plain_policy, policy_key, shallow, share_policy, twin_blocks
+from .policy_state import clone_policy, held, manager_key, plain_policy, policy_fields, policy_key, shallow, share_policy, twin_blocks
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
 __all__ = ["ManagerOp", "ManagerWorld", "manager_alphabet_text", "render_op"]
@@ -114,6 +114,19 @@ def restore_reference(manager: ReferenceManager, memento: tuple[Any, ...]) -> No
     assert isinstance(backend, ReferenceCPUBackend)
     backend._handed_out, backend._free_ids = dict(blocks), list(free)
     manager.policy, manager._events = share_policy(policy), list(events)
+
+
+def reference_unchanged(manager: ReferenceManager, memento: tuple[Any, ...]) -> bool:
+    """Whether ``manager`` is still in the state its ``reference_memento`` kept: the same blocks
+    with the same ref counts, and equal policy fields (a copied entry that counts, S3-FIFO's
+    or SIEVE's, is never equal to its original: such a policy always answers "changed")."""
+    blocks, refs, _free, policy, _events = memento
+    backend = manager.backend
+    assert isinstance(backend, ReferenceCPUBackend)
+    if backend._handed_out != blocks or any(block.ref_cnt != ref for block, ref in refs):
+        return False
+    current = manager.policy
+    return all(getattr(current, field) == getattr(policy, field) for field in policy_fields(current))
 
 
 #: What a judged call changes in place in the judge besides its model (a copy of a world copies them).
@@ -216,6 +229,17 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         kept = reference_memento(target) if self.clonable else target.__deepcopy__({})
         return ({**vars(self), "history": list(self.history), "inflight": list(self.inflight)},
                 {**vars(judge), **judge_records(vars(judge))}, reference_memento(judge.model), kept)
+
+    def unchanged(self, memento: Any) -> bool:
+        """``LockstepWorld.unchanged``: the model first (most calls that change the state change
+        it), then the target, compared with the copy kept (``same_state``) or, of reference
+        parts, like the model."""
+        if not self.restorable:
+            return False
+        fields, _judge, model, kept = memento
+        if self.inflight != fields["inflight"] or not reference_unchanged(self.judge.model, model):
+            return False
+        return reference_unchanged(self.target, kept) if self.clonable else bool(self.target.same_state(kept))
 
     def restore(self, memento: Any) -> None:
         """``LockstepWorld.restore``; when ``restorable``, in place: nothing is copied whole."""

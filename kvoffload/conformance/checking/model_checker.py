@@ -121,6 +121,11 @@ class LockstepWorld(abc.ABC, Generic[Op]):
         place keeps less."""
         return copy, copy(self)
 
+    def unchanged(self, memento: Any) -> bool:
+        """Whether the calls since ``memento(...)`` left this world's state exactly as it was, told
+        without keying it (``_expand`` then forgets the call). ``False``: it cannot tell cheaply."""
+        return False
+
     def restore(self, memento: Any) -> None:
         """Undo every call made since ``memento(...)`` was taken (``_expand``): by default
         this world becomes a copy of the one kept."""
@@ -244,8 +249,8 @@ def _expand(start: int, stop: int) -> Run:
     all: ``exact``), and when new (the states kept are rebuilt by ``explore``: this copy is spent).
     An ``exact`` world makes each call on itself, with a ``memento`` of its state taken beforehand: a call that
     leaves the state as it was, hash for hash (a refused store, a touch of absent hashes: about half of them), is
-    forgotten and costs nothing more; one that changes it is undone (``restore``: in place where the world can,
-    cheaper than a copy).
+    forgotten and costs nothing more (told without a key where the world can: ``unchanged``); one that changes it is
+    undone (``restore``: in place where the world can, cheaper than a copy).
     Equal keys alone would not do: they may rename hashes (a touch swapping two pending blocks), and the calls
     listed for the state would then not be its canonical ones."""
     frontier, parents, copy_of = _LEVEL
@@ -262,6 +267,9 @@ def _expand(start: int, stop: int) -> Run:
             child = world if in_place else copy_of(world, key)
             try:
                 child.apply(op)
+                if child is world and world.unchanged(memento):  # the same state, byte for byte: no key needed
+                    world.forget_last()
+                    continue
                 child_key = child.fingerprint()
                 if child is world and child_key == key and world.labels == labels:  # the same state, hash for hash
                     world.forget_last()

@@ -24,7 +24,7 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_key", "readable_key", "manager_key", "clone_policy", "share_policy", "twin_blocks", "ghosts_of", "plain_policy", "shallow"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_fields", "policy_key", "readable_key", "manager_key", "clone_policy", "share_policy", "twin_blocks", "ghosts_of", "plain_policy", "shallow"]
 
 T = TypeVar("T")
 #: The state fields of each exact policy, in key order.
@@ -56,7 +56,8 @@ def _exact_base(kind: type) -> type | None:
     return next((cls for cls in kind.__mro__ if cls in FIELDS), None)
 
 
-def _fields(policy: Any) -> tuple[str, ...]:
+def policy_fields(policy: Any) -> tuple[str, ...]:
+    """The state fields of an exact policy (or of a subclass of one), in key order (``FIELDS``)."""
     base = _exact_base(policy.__class__)
     if base is None:
         raise TypeError(f"{type(policy).__name__} is not an exact reference policy the checker knows")
@@ -97,13 +98,13 @@ def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
 
 def held(policy: Any) -> set[bytes]:
     """Every hash the policy's state names: present and ghosts."""
-    values = (getattr(policy, field) for field in _fields(policy))
+    values = (getattr(policy, field) for field in policy_fields(policy))
     return {h for value in values if isinstance(value, dict) for h in value}
 
 
 def ghosts_of(policy: Any) -> set[bytes]:
     """The hashes the policy remembers without holding them (A2, F3)."""
-    return {h for field in _fields(policy) if field in _GHOST_FIELDS for h in getattr(policy, field)}
+    return {h for field in policy_fields(policy) if field in _GHOST_FIELDS for h in getattr(policy, field)}
 
 
 def _entry_key(value: Any) -> Hashable:
@@ -118,7 +119,7 @@ def _entry_key(value: Any) -> Hashable:
 def policy_key(policy: Any, name: Callable[[bytes], int]) -> tuple[Hashable, ...]:
     """Every field, in order, hashes renamed by ``name`` (``symmetry.Relabel``): a ghost list
     as its renamed hashes, any other list as (renamed hash, entry key) pairs."""
-    return tuple([_field_key(getattr(policy, field), name, field in _GHOST_FIELDS) for field in _fields(policy)])
+    return tuple([_field_key(getattr(policy, field), name, field in _GHOST_FIELDS) for field in policy_fields(policy)])
 
 
 def _field_key(value: Any, name: Callable[[bytes], int], ghosts: bool) -> Hashable:
@@ -160,7 +161,7 @@ def share_policy(policy: Any) -> Any:
     """A copy of ``policy`` on the very same blocks: its dicts copied, and the entries that
     count (``_COUNTED_FIELDS``); ``clone_policy`` with each block mapped to itself, faster."""
     new = shallow(policy)
-    for field in _fields(policy):
+    for field in policy_fields(policy):
         value = getattr(policy, field)
         if field in _COUNTED_FIELDS:
             setattr(new, field, OrderedDict([(h, copy.copy(entry)) for h, entry in value.items()]))
@@ -172,7 +173,7 @@ def share_policy(policy: Any) -> Any:
 def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
     """A copy whose entries point at ``blocks[id(old block)]`` (the caller's copies: ``twin_blocks``)."""
     new = shallow(policy)
-    for field in _fields(policy):
+    for field in policy_fields(policy):
         value = getattr(policy, field)
         if field in _GHOST_FIELDS:  # ghosts map to None: nothing to remap
             setattr(new, field, value.copy())
