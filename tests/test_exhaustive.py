@@ -130,10 +130,15 @@ def test_calls_undone_in_place_explore_the_space_copies_do(monkeypatch: pytest.M
 
     world = ManagerWorld(lambda: factory(num_blocks=capacity, enable_events=True), capacity, policy, hash_alphabet(4))
     assert world.exact and world.restorable
-    told: list[bool] = []
+    told: list[bool] = []  # what ``unchanged`` answered, call by call
     unchanged = ManagerWorld.unchanged
+
+    def recorded(self: ManagerWorld, memento: Any) -> bool:
+        told.append(unchanged(self, memento))
+        return told[-1]
+
     monkeypatch.setattr(model_checker, "workers", lambda: 1)  # (the answers are counted in this process)
-    monkeypatch.setattr(ManagerWorld, "unchanged", lambda self, memento: told.append(unchanged(self, memento)) or told[-1])
+    monkeypatch.setattr(ManagerWorld, "unchanged", recorded)
     runs = [run_exhaustive(factory, policy=policy, capacity=capacity, depth=depth, distinguished=0).result]
     # (S3-FIFO's and SIEVE's copied entries, with their counters or bits, always answer "changed")
     assert policy in ("s3fifo", "sieve") or told.count(True) > 100

@@ -40,7 +40,9 @@ from ...spec.types import BlockStatus
 from ..judge import ManagerJudge, Verdict, method_clause, probe_calls
 from ..lockstep.strategies import OneShot, listed
 from .model_checker import LockstepWorld
-from .policy_state import clone_policy, held, manager_key, plain_policy, policy_fields, policy_key, shallow, share_policy, twin_blocks
+from .policy_state import (
+    clone_policy, held, manager_key, plain_policy, policy_fields, policy_key, shallow, share_policy, twin_blocks,
+)
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
 __all__ = ["ManagerOp", "ManagerWorld", "manager_alphabet_text", "render_op"]
