@@ -82,11 +82,10 @@ def invoke(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Outcome:
 def judge_refusal(outcome: Outcome, clause: str, what: str) -> Verdict | None:
     """A call that breaks the caller protocol (B2, B3, P2, P3) must raise ``ContractViolation``."""
     error = outcome[1]
-    if error is None:
-        return Verdict((clause,), f"{what} returned instead of raising ContractViolation")
-    if not isinstance(error, ContractViolation):
-        return Verdict((clause,), f"{what} raised {error!r}, expected a ContractViolation")
-    return None
+    if isinstance(error, ContractViolation):
+        return None
+    return Verdict((clause,), f"{what} returned instead of raising ContractViolation" if error is None
+                   else f"{what} raised {error!r}, expected a ContractViolation")
 
 
 def confusable(a: bytes, b: bytes) -> bool:
@@ -96,9 +95,8 @@ def confusable(a: bytes, b: bytes) -> bool:
 
 def refine(clauses: tuple[str, ...], block_hash: object, present: Iterable[bytes]) -> tuple[str, ...]:
     """Put I8 first when the confused hash looks like a ``present`` one."""
-    if isinstance(block_hash, bytes) and any(confusable(block_hash, other) for other in present):
-        return ("I8", *clauses)
-    return clauses
+    confused = isinstance(block_hash, bytes) and any(confusable(block_hash, other) for other in present)
+    return ("I8", *clauses) if confused else clauses
 
 
 def exception_kind(error: BaseException) -> type[BaseException]:
@@ -135,24 +133,15 @@ def event_blame(
     return (clause, "M8", "I5")
 
 
-@attrs.define
 class StoreScope:
-    """What M5 expects of a ``prepare_store``, read off the model before the call."""
+    """What M5 expects of a ``prepare_store`` of ``items``, read off the model before the call."""
 
-    before: dict[Any, int]  # ref counts of the present blocks
-    to_store: list[bytes]
-    free: int
-    need: int
-    protected: set[Any]
-    evictable: int
-
-    @classmethod
-    def of(cls, model: ReferenceManager, items: Sequence[Any]) -> StoreScope:
-        before = {h: int(b.ref_cnt) for h, b in model.blocks().items()}
-        to_store = list(dict.fromkeys(h for h in items if h not in before))
-        free, protected = model.backend.get_num_free_blocks(), set(items)
-        evictable = sum(1 for h, r in before.items() if r == 0 and h not in protected)
-        return cls(before, to_store, free, max(0, len(to_store) - free), protected, evictable)
+    def __init__(self, model: ReferenceManager, items: Sequence[Any]) -> None:
+        self.before: dict[Any, int] = {h: int(b.ref_cnt) for h, b in model.blocks().items()}  # of the present blocks
+        self.to_store: list[bytes] = list(dict.fromkeys(h for h in items if h not in self.before))
+        self.free, self.protected = model.backend.get_num_free_blocks(), set(items)
+        self.need = max(0, len(self.to_store) - self.free)
+        self.evictable = sum(1 for h, r in self.before.items() if r == 0 and h not in self.protected)
 
     def victim_fault(self, evicted: Sequence[object], name: Name, var: str = "r") -> Verdict | None:
         """M5.3, I3: ``prepare_store``'s victims must be ``need`` distinct present blocks,
@@ -278,14 +267,14 @@ class ManagerJudge:
         if method == "prepare_store" and typed and self.admission is not None:
             model_items = self.admission.offer(items, lambda h: self.ref(h) is not None)  # N2
             self.skipped_offers += len(items) - len(model_items)  # absent keys not admitted (K9)
-        scope = StoreScope.of(self.model, model_items) if method == "prepare_store" and typed else None
+        scope = StoreScope(self.model, model_items) if method == "prepare_store" and typed else None
         target_out = invoke(getattr(target, method), argument, **keywords)
-        if scope is not None:
-            self._adopt(target_out[0], scope)
+        if scope is not None and self.adopt is not None:
+            self._adopt(self.adopt, target_out[0], scope)
         success = keywords.get("success", True)
         failing = set() if success else {h for h in items if self.ref(h) == -1}
         model_out = invoke(getattr(self.model, method), list(model_items), **keywords)
-        if self.calls is not None:
+        if self.calls is not None:  # (no call on the checker's hot path when off)
             self.record(method, model_items, **keywords)
         step = Step(model_out, target_out)
         if isinstance(argument, OneShot) and argument.reiterated:
@@ -308,16 +297,14 @@ class ManagerJudge:
                     self.id_of.pop(h, None)
         return step
 
-    def _adopt(self, out: Any, scope: StoreScope) -> None:
-        """``any`` mode: the model evicts the target's victims (``out``: its answer, ``None``
-        if it raised) if they are eligible."""
-        if self.adopt is None:
-            return
-        self.adopt.next_victims = None
+    def _adopt(self, adopt: AdoptingPolicy, out: Any, scope: StoreScope) -> None:
+        """``any`` mode (``adopt``: the model's policy): the model evicts the target's victims
+        (``out``: its answer, ``None`` if it raised) if they are eligible."""
+        adopt.next_victims = None
         if hasattr(out, "block_hashes_evicted"):
             evicted = list(out.block_hashes_evicted)
             if scope.victim_fault(evicted, self.name) is None:
-                self.adopt.next_victims = evicted
+                adopt.next_victims = evicted
 
     def _errors(self, step: Step, method: str, clause: str, items: list[Any], shape: str) -> Verdict | None:
         """M9 (and M0 for one-shot arguments): the target raises where, and what, the model raises."""
@@ -382,20 +369,13 @@ class ManagerJudge:
                                f"hashes, {scope.free} free blocks and {scope.evictable} ready idle blocks outside "
                                "the input", f"{var} is not None")
             return None
-        verdict = self._admitted(scope, got, var) or self._store_output(scope, expected, got, var)
-        if verdict is not None:
-            return verdict
-        for victim in got.block_hashes_evicted:
-            self.id_of.pop(victim, None)
-        return self._store_spec(got, len(scope.to_store), var)
+        return self._admitted(scope, got, var) or self._store_output(scope, expected, got, var)
 
     def _admitted(self, scope: StoreScope, got: Any, var: str) -> Verdict | None:
         """N2: with admission on, an absent key stores only once offered ``store_threshold`` times."""
-        if self.admission is None:
-            return None
         stored = getattr(got, "block_hashes_to_store", None)
-        if not isinstance(stored, (list, tuple)):
-            return None  # not a PrepareStoreOutput: M5's shape check reports it
+        if self.admission is None or not isinstance(stored, (list, tuple)):
+            return None  # off, or not a PrepareStoreOutput: M5's shape check reports it
         early = [h for h in stored if h not in scope.before and h not in scope.to_store]
         if not early:
             return None
@@ -405,6 +385,8 @@ class ManagerJudge:
                        f"{self.name(early[0])} not in {var}.block_hashes_to_store")
 
     def _store_output(self, scope: StoreScope, expected: Any, got: Any, var: str) -> Verdict | None:
+        """M5.1 (N2), M5.3, M5.4, the victims (``_wrong_victims``), then the spec (``_store_spec``)
+        once the victims' block ids are dropped."""
         fields = ("block_hashes_to_store", "store_spec", "block_hashes_evicted")
         if not all(isinstance(getattr(got, f, None), (list, tuple)) for f in fields[::2]) or \
                 not hasattr(got, "store_spec"):
@@ -434,7 +416,9 @@ class ManagerJudge:
                            f"list({var}.block_hashes_to_store) == {want}")
         if self.adopt is None and evicted != list(expected.block_hashes_evicted):
             return self._wrong_victims(evicted, list(expected.block_hashes_evicted), var)
-        return None
+        for victim in evicted:
+            self.id_of.pop(victim, None)
+        return self._store_spec(got, len(scope.to_store), var)
 
     def _wrong_victims(self, evicted: list[bytes], expected: list[bytes], var: str) -> Verdict:
         """L3/A4/F5/V5 (or the state they depend on); M10 when a manager that touches on
@@ -462,8 +446,7 @@ class ManagerJudge:
                 out = invoke(getattr(shadow, name), list(items), **keywords)
                 if name == method and out[1] is None and keywords.get("success", True):
                     shadow.policy.touch(list(items))
-            value = out[0]
-            if isinstance(value, PrepareStoreOutput) and list(value.block_hashes_evicted) == evicted:
+            if isinstance(out[0], PrepareStoreOutput) and list(out[0].block_hashes_evicted) == evicted:
                 return method
         return None
 
