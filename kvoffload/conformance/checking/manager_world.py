@@ -209,12 +209,11 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
 
     def copy_parts(self) -> None:
         """``LockstepWorld.copy_parts``: the target deep-copied, the judge's model and records."""
-        target = self.target
         if self.clonable:
-            self.target = clone_reference_manager(target)
+            self.target = clone_reference_manager(self.target)
         else:  # the production manager's own __deepcopy__ directly (deepcopy's dispatch is not free)
-            copier = getattr(target, "__deepcopy__", None)
-            self.target = copier({}) if copier is not None else copy.deepcopy(target)
+            copier = getattr(self.target, "__deepcopy__", None)
+            self.target = copier({}) if copier is not None else copy.deepcopy(self.target)
         judge = self.judge = shallow(self.judge)
         judge.name = self._name  # the copy names hashes from its own history
         judge.model = clone_reference_manager(judge.model)

@@ -164,10 +164,10 @@ def clone_policy(policy: Any, blocks: dict[int, BlockStatus] | None = None) -> A
     new = shallow(policy)
     for field in policy_fields(policy):
         value = getattr(policy, field)
-        if blocks is None and field in _COUNTED_FIELDS:
-            setattr(new, field, OrderedDict([(h, copy.copy(entry)) for h, entry in value.items()]))
-        elif field in _GHOST_FIELDS or blocks is None and isinstance(value, dict):  # nothing to remap
-            setattr(new, field, value.copy())
-        elif isinstance(value, dict):
+        if blocks is not None and field not in _GHOST_FIELDS and isinstance(value, dict):
             setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
+        elif blocks is None and field in _COUNTED_FIELDS:
+            setattr(new, field, OrderedDict([(h, copy.copy(entry)) for h, entry in value.items()]))
+        elif isinstance(value, dict):  # ghosts (mapped to None), or entries shared: nothing to remap
+            setattr(new, field, value.copy())
     return new
