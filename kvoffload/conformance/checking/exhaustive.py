@@ -105,13 +105,6 @@ def saturating_alphabet(kind: str, policy: str, capacity: int, longest: int, dis
     return distinguished + capacity + ghost_capacity(policy, capacity) + longest
 
 
-def _admission(store_threshold: int, max_tracker_size: int | None) -> tuple[int, int] | None:
-    """N2's ``(store_threshold, max_tracker_size)`` for the factory, or ``None`` (neither passed)."""
-    if store_threshold < 2 and max_tracker_size is None:
-        return None
-    return store_threshold, max_tracker_size or 2
-
-
 def resolve_target(target: str, kind: str, policy: str) -> tuple[Callable[..., Any], str, list[str]]:
     """(factory called with the suite's keywords, its source form, imports). ``impl``'s manager:
     its core compiled first (the search times the compiled code, not its plain-Python twin)."""
@@ -232,7 +225,8 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
     started = time.perf_counter()
     progress = None if quiet else functools.partial(click.echo, err=True)
     runs: list[ExhaustiveRun] = []
-    admission = _admission(store_threshold, max_tracker_size)
+    # N2's (store_threshold, max_tracker_size) for the factory, or None (neither passed)
+    admission = None if store_threshold < 2 and max_tracker_size is None else (store_threshold, max_tracker_size or 2)
     for name in policies:
         try:
             factory, source, imports = resolve_target(target, kind, name)

@@ -41,7 +41,7 @@ from ..judge import ManagerJudge, Verdict, method_clause, probe_calls
 from ..lockstep.strategies import OneShot, listed
 from .model_checker import LockstepWorld
 from .policy_state import (
-    clone_policy, held, manager_key, plain_policy, policy_fields, policy_key, shallow, share_policy, twin_blocks,
+    clone_policy, held, manager_key, plain_policy, policy_fields, policy_key, shallow, twin_blocks,
 )
 from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
@@ -103,7 +103,7 @@ def reference_memento(manager: ReferenceManager) -> tuple[Any, ...]:
     assert isinstance(backend, ReferenceCPUBackend)
     blocks = dict(backend._handed_out)
     return (blocks, [(block, block.ref_cnt) for block in blocks.values()], list(backend._free_ids),
-            share_policy(manager.policy), list(manager._events))
+            clone_policy(manager.policy), list(manager._events))
 
 
 def restore_reference(manager: ReferenceManager, memento: tuple[Any, ...]) -> None:
@@ -115,7 +115,7 @@ def restore_reference(manager: ReferenceManager, memento: tuple[Any, ...]) -> No
     backend = manager.backend
     assert isinstance(backend, ReferenceCPUBackend)
     backend._handed_out, backend._free_ids = dict(blocks), list(free)
-    manager.policy, manager._events = share_policy(policy), list(events)
+    manager.policy, manager._events = clone_policy(policy), list(events)
 
 
 def reference_unchanged(manager: ReferenceManager, memento: tuple[Any, ...]) -> bool:
@@ -209,12 +209,11 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
 
     def copy_parts(self) -> None:
         """``LockstepWorld.copy_parts``: the target deep-copied, the judge's model and records."""
-        target = self.target
         if self.clonable:
-            self.target = clone_reference_manager(target)
+            self.target = clone_reference_manager(self.target)
         else:  # the production manager's own __deepcopy__ directly (deepcopy's dispatch is not free)
-            copier = getattr(target, "__deepcopy__", None)
-            self.target = copier({}) if copier is not None else copy.deepcopy(target)
+            copier = getattr(self.target, "__deepcopy__", None)
+            self.target = copier({}) if copier is not None else copy.deepcopy(self.target)
         judge = self.judge = shallow(self.judge)
         judge.name = self._name  # the copy names hashes from its own history
         judge.model = clone_reference_manager(judge.model)
@@ -253,8 +252,7 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         vars(self).update(fields)
         self.history, self.inflight, self._log = list(self.history), list(self.inflight), None
         vars(judge).clear()
-        vars(judge).update(judge_fields)
-        vars(judge).update(judge_records(judge_fields))
+        vars(judge).update(judge_fields, **judge_records(judge_fields))
         restore_reference(judge.model, model)
         if self.clonable:
             restore_reference(self.target, kept)

@@ -56,7 +56,6 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
     last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
     labels: Relabel | None = None  # the renaming of the last ``fingerprint`` (``relabel``)
-    in_place = True  # an exact world makes its calls on itself (``_expand``); False: each on a copy
 
     needs: tuple[str, ...] = ()  # the imports every reproduction of this world makes
 
@@ -260,18 +259,16 @@ def _expand(start: int, stop: int) -> Run:
     for index in range(start, stop):
         key, world = frontier[index]
         labels = world.labels if world.fingerprint() == key else None  # (always equal: each key is its state's)
-        in_place = world.exact and world.in_place
+        in_place = world.exact  # the calls made on ``world`` itself
         memento = world.memento(lambda w: copy_of(w, key)) if in_place else None  # ``world``'s state, kept
         for op in world.enabled():
             transitions += 1
             child = world if in_place else copy_of(world, key)
             try:
                 child.apply(op)
-                if child is world and world.unchanged(memento):  # the same state, byte for byte: no key needed
-                    world.forget_last()
-                    continue
-                child_key = child.fingerprint()
-                if child is world and child_key == key and world.labels == labels:  # the same state, hash for hash
+                same = child is world and world.unchanged(memento)  # the same state, byte for byte: no key needed
+                child_key = None if same else child.fingerprint()
+                if same or child is world and child_key == key and world.labels == labels:  # or hash for hash
                     world.forget_last()
                     continue
                 new = child_key not in parents and child_key not in seen

@@ -24,7 +24,7 @@ from ...spec import (
     ReferenceSIEVEPolicy,
 )
 
-__all__ = ["FIELDS", "ghost_capacity", "held", "policy_fields", "policy_key", "readable_key", "manager_key", "clone_policy", "share_policy", "twin_blocks", "ghosts_of", "plain_policy", "shallow"]
+__all__ = ["FIELDS", "ghost_capacity", "held", "policy_fields", "policy_key", "readable_key", "manager_key", "clone_policy", "twin_blocks", "ghosts_of", "plain_policy", "shallow"]
 
 T = TypeVar("T")
 #: The state fields of each exact policy, in key order.
@@ -157,26 +157,17 @@ def twin_blocks(blocks: Iterable[BlockStatus]) -> dict[int, BlockStatus]:
     return twins
 
 
-def share_policy(policy: Any) -> Any:
-    """A copy of ``policy`` on the very same blocks: its dicts copied, and the entries that
-    count (``_COUNTED_FIELDS``); ``clone_policy`` with each block mapped to itself, faster."""
+def clone_policy(policy: Any, blocks: dict[int, BlockStatus] | None = None) -> Any:
+    """A copy whose entries point at ``blocks[id(old block)]`` (the caller's copies: ``twin_blocks``);
+    without ``blocks``, a copy on the very same blocks: its dicts copied, and the entries that
+    count (``_COUNTED_FIELDS``), faster."""
     new = shallow(policy)
     for field in policy_fields(policy):
         value = getattr(policy, field)
-        if field in _COUNTED_FIELDS:
-            setattr(new, field, OrderedDict([(h, copy.copy(entry)) for h, entry in value.items()]))
-        elif isinstance(value, dict):
-            setattr(new, field, value.copy())
-    return new
-
-
-def clone_policy(policy: Any, blocks: dict[int, BlockStatus]) -> Any:
-    """A copy whose entries point at ``blocks[id(old block)]`` (the caller's copies: ``twin_blocks``)."""
-    new = shallow(policy)
-    for field in policy_fields(policy):
-        value = getattr(policy, field)
-        if field in _GHOST_FIELDS:  # ghosts map to None: nothing to remap
-            setattr(new, field, value.copy())
-        elif isinstance(value, dict):
+        if blocks is not None and field not in _GHOST_FIELDS and isinstance(value, dict):
             setattr(new, field, OrderedDict((h, _clone_entry(v, blocks)) for h, v in value.items()))
+        elif blocks is None and field in _COUNTED_FIELDS:
+            setattr(new, field, OrderedDict([(h, copy.copy(entry)) for h, entry in value.items()]))
+        elif isinstance(value, dict):  # ghosts (mapped to None), or entries shared: nothing to remap
+            setattr(new, field, value.copy())
     return new
