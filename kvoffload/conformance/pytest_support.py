@@ -39,16 +39,14 @@ class _Conformance:
     #: OffloadingManager / CachePolicy (K1–K9; needs vLLM importable)
     interface = "auto"
 
-    def _source(self) -> str:
-        """How a reproduction builds the target: the test class's own maker method
-        (``TestX().make_manager(...)``), which exists and runs as printed."""
-        return f"{type(self).__module__}:{type(self).__qualname__}().make_{self.kind}"
-
     def _check(self, strict: bool) -> None:
+        # how a reproduction builds the target: the test class's own maker method
+        # (``TestX().make_manager(...)``), which exists and runs as printed
+        source = f"{type(self).__module__}:{type(self).__qualname__}().make_{self.kind}"
         assert_conforms(
             run_conformance(self.kind, getattr(self, f"make_{self.kind}"), policy=self.policy, strict=strict,
                             max_examples=self.max_examples, steps=self.steps, seed=self.seed,
-                            interface=self.interface, source=self._source())
+                            interface=self.interface, source=source)
         )
 
     def test_conformance_default_mode(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import hypothesis
@@ -114,14 +114,10 @@ def find_exception(error: BaseException, cls: type[E]) -> E | None:
     return None
 
 
-def check_builds(kind: str, factory: Callable[..., Any], source: str) -> Any:
-    """Build one target with the smoke arguments and return it; ``TargetSetupError``
-    (exit 2) if it fails."""
-    arguments = SMOKE_ARGUMENTS[kind]
-    try:
-        return factory(**arguments)
-    except Exception as error:
-        raise TargetSetupError(f"{call_source(source, arguments)} raised {type(error).__name__}: {error}") from error
+def require_choice(name: str, value: str, choices: Iterable[str]) -> None:
+    """``ValueError`` unless ``value`` (the argument ``name``) is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} is not one of {list(choices)}")
 
 
 @contextlib.contextmanager
@@ -239,10 +235,8 @@ def run_conformance(
     ``shrink=False`` reports the first failing example as found, unshrunk: the same
     verdict and clause detection for a fraction of the time (the reproduction is longer).
     """
-    if kind not in MACHINES:
-        raise ValueError(f"kind={kind!r} is not one of {sorted(MACHINES)}")
-    if policy not in POLICY_MODES:
-        raise ValueError(f"policy={policy!r} is not one of {list(POLICY_MODES)}")
+    require_choice("kind", kind, sorted(MACHINES))
+    require_choice("policy", policy, POLICY_MODES)
     default_examples, default_steps = DEFAULT_BUDGET[kind]
     max_examples = default_examples if max_examples is None else max_examples
     steps = default_steps if steps is None else steps
@@ -274,13 +268,24 @@ def run_conformance(
     return result
 
 
-def resolve_interface(kind: str, target: Any, interface: str) -> str:
-    """``"contract"`` or ``"vllm"``: as given, or detected on a built target (``"auto"``).
-    vLLM targets need vLLM importable: ``TargetSetupError`` saying so otherwise (K1)."""
-    if interface not in INTERFACES:
-        raise ValueError(f"interface={interface!r} is not one of {list(INTERFACES)}")
+def target_modes(kind: str, factory: Callable[..., Any], source: str, policy: str, interface: str = "auto",
+                 lru_order: str = "auto") -> tuple[str, str]:
+    """``(interface, lru_order)`` of the target ``factory`` builds, as given or detected: how
+    ``conform``, ``fuzz``, ``simulate`` and ``check-exhaustive`` all tell a vLLM-interface
+    target (K1) and its LRU order (N9, ``resolve_lru_order``).
+
+    The target is built once with the smoke arguments (``TargetSetupError``, exit 2, if it
+    cannot be); ``interface``: ``"contract"`` or ``"vllm"`` as given, or detected on it
+    (``"auto"``). vLLM targets need vLLM importable: ``TargetSetupError`` saying so
+    otherwise (K1)."""
+    arguments = SMOKE_ARGUMENTS[kind]
+    try:
+        built = factory(**arguments)
+    except Exception as error:
+        raise TargetSetupError(f"{call_source(source, arguments)} raised {type(error).__name__}: {error}") from error
+    require_choice("interface", interface, INTERFACES)
     if interface == "auto":
-        interface = detect_interface(kind, target)
+        interface = detect_interface(kind, built)
     if interface == "vllm":
         if kind not in ("manager", "policy"):
             raise ValueError(f"interface='vllm' applies to managers and policies, not to a {kind}")
@@ -288,17 +293,6 @@ def resolve_interface(kind: str, target: Any, interface: str) -> str:
             require_vllm()
         except VllmUnavailable as error:
             raise TargetSetupError(str(error)) from error
-    return interface
-
-
-def target_modes(kind: str, factory: Callable[..., Any], source: str, policy: str, interface: str = "auto",
-                 lru_order: str = "auto") -> tuple[str, str]:
-    """``(interface, lru_order)`` of the target ``factory`` builds (``check_builds``: a
-    ``TargetSetupError`` if it cannot), as given or detected (``resolve_interface``,
-    ``resolve_lru_order``): how ``conform``, ``fuzz``, ``simulate`` and ``check-exhaustive``
-    all tell a vLLM-interface target (K1) and its LRU order (N9)."""
-    built = check_builds(kind, factory, source)
-    interface = resolve_interface(kind, built, interface)
     return interface, resolve_lru_order(built, interface, policy, lru_order)
 
 
@@ -306,8 +300,7 @@ def resolve_lru_order(target: Any, interface: str, policy: str, lru_order: str) 
     """N9: the LRU order the target is judged by: ``recency`` (L1) or ``request-rank``
     (N9, vLLM-interface targets with ``policy="lru"`` only), as given or detected
     (``auto``); ``-`` when no LRU order is judged."""
-    if lru_order not in LRU_ORDERS:
-        raise ValueError(f"lru_order={lru_order!r} is not one of {list(LRU_ORDERS)}")
+    require_choice("lru_order", lru_order, LRU_ORDERS)
     if policy != "lru":
         if lru_order != "auto":
             raise ValueError(f"N9: lru_order={lru_order!r} applies with policy='lru' only")

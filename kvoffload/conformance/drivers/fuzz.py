@@ -112,14 +112,13 @@ def fuzz_machines(
     database: ExampleDatabase | None,
     seed: int | None = None,
     progress: Any = None,
-    budget: tuple[int, int] | None = None,
     interface: str = "auto",
 ) -> FuzzOutcome:
     """Run the suite's machine for ``kind`` round after round until ``seconds`` pass or a
     violation is found. Raises ``TargetSetupError`` if a factory cannot build its target.
     ``interface``: as ``conform``'s, detected per round's target by default (K1, N9)."""
     modes = [target_modes(kind, r.factory, r.source, r.policy, interface) for r in rounds]
-    settings = conformance_settings(*(budget or ROUND_BUDGET[kind]), database=database)
+    settings = conformance_settings(*ROUND_BUDGET[kind], database=database)
     stats = RunStats()
     outcome = FuzzOutcome(kind)
     seeds = random.Random(seed) if seed is not None else None
@@ -155,9 +154,9 @@ def fuzz_handler(
     seed: int | None = None,
     name: str = "handler",
     progress: Any = None,
-    examples_per_round: int = 10,
 ) -> FuzzOutcome:
-    """``check_handler`` with fresh seeds until ``seconds`` pass or a violation is found."""
+    """``check_handler`` with fresh seeds (10 examples a round) until ``seconds`` pass or a
+    violation is found."""
     from ..lockstep.handler import check_handler
 
     seeds = random.Random(seed)
@@ -165,7 +164,7 @@ def fuzz_handler(
 
     def run_round() -> str:
         round_seed = seeds.getrandbits(32)
-        result = check_handler(factory, max_examples=examples_per_round, seed=round_seed, name=name)
+        result = check_handler(factory, max_examples=10, seed=round_seed, name=name)
         outcome.examples += result.examples
         if not result.ok:
             outcome.handler_failure = f"(round seed {round_seed})\n" + result.format()

@@ -191,12 +191,11 @@ class _Simulation:
     def check_loaded(self, gpu_id: int, block_hash: bytes, sub: int) -> None:
         """E1: loaded GPU block ``gpu_id`` holds sub-block ``sub`` of ``block_hash`` in every layer."""
         for layer, tensor in enumerate(self.kv.values()):
-            if self.torch.equal(tensor[:, gpu_id], self.content(block_hash, layer, sub)):
-                continue
-            self.report.corrupt += 1
-            if len(self.report.notes) < 10:
-                self.report.notes.append(f"E1: GPU block {gpu_id} (sub-block {sub} of {block_hash[:6].hex()}…, "
-                                         f"layer {layer}) does not hold what the hash was stored with")
+            if not self.torch.equal(tensor[:, gpu_id], self.content(block_hash, layer, sub)):
+                self.report.corrupt += 1
+                if len(self.report.notes) < 10:
+                    self.report.notes.append(f"E1: GPU block {gpu_id} (sub-block {sub} of {block_hash[:6].hex()}…, "
+                                             f"layer {layer}) does not hold what the hash was stored with")
 
     def finish_some(self, all_of_them: bool = False) -> None:
         """Complete jobs in a random order across directions; all of them, or stop at a coin flip."""

@@ -121,12 +121,8 @@ class CallLog:
 
     def render(self, construct: str, failing: str = "", header: str = "") -> str:
         """The whole snippet: imports, hash definitions, the calls, the failing check."""
-        out = [f"# {line}" for line in header.splitlines()]
-        out.extend(self.imports)
-        out.append("")
-        out.extend(f'{name} = bytes.fromhex("{value.hex()}")' for value, name in self._hash_names.items())
-        out.append(f"{self.target_var} = {construct}")
-        out.extend(self.lines)
-        if failing:
-            out.append(failing)
+        comments = [f"# {line}" for line in header.splitlines()]
+        hashes = [f'{name} = bytes.fromhex("{value.hex()}")' for value, name in self._hash_names.items()]
+        failing_check = [failing] if failing else []
+        out = [*comments, *self.imports, "", *hashes, f"{self.target_var} = {construct}", *self.lines, *failing_check]
         return "\n".join(out) + "\n"
