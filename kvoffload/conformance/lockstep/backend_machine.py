@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ...spec import BlockStatus
-from ..judge import invoke, judge_refusal
 from .machine_base import ConformanceMachine
 from .strategies import hash_pools
 
@@ -53,9 +52,8 @@ class BackendMachine(ConformanceMachine):
         source = "[" + ", ".join(f"{self.log.name(h[:-1])} + bytes([{i}])" for i, h in enumerate(hashes)) + "]"
         what = f"allocate_blocks of {count} blocks with {self.free_count} free"
         if count > self.free_count:
-            self.log.add_raising(f"b.allocate_blocks({source})", "ContractViolation", "B2: over-allocation must raise")
-            self.exercised("B2")
-            self.judged(judge_refusal(invoke(self.target.allocate_blocks, hashes), "B2", what))
+            self.refused("B2", f"b.allocate_blocks({source})", "over-allocation must raise", what,
+                         self.target.allocate_blocks, hashes)
             self._free_check("B2", "after a refused over-allocation")
             return
         self.log.add(f"{var} = b.allocate_blocks({source})")
@@ -114,11 +112,10 @@ class BackendMachine(ConformanceMachine):
             self.fail("B4", f"spec medium {medium!r} differs from the backend's medium {self.medium!r}",
                       f"{var}.medium() == b.medium")
         ids = getattr(value, "block_ids", None)
-        if ids is not None:
-            expected = [int(block.block_id) for block in blocks]
-            if [int(i) for i in ids] != expected:
-                self.fail("B4", f"spec addresses {[int(i) for i in ids]!r}, the blocks are {expected!r}",
-                          f"list({var}.block_ids) == [blk.block_id for blk in {sources}]")
+        expected = [int(block.block_id) for block in blocks]
+        if ids is not None and [int(i) for i in ids] != expected:
+            self.fail("B4", f"spec addresses {[int(i) for i in ids]!r}, the blocks are {expected!r}",
+                      f"list({var}.block_ids) == [blk.block_id for blk in {sources}]")
 
     @precondition(lambda self: self.strict)
     @rule(data=st.data())
@@ -142,9 +139,7 @@ class BackendMachine(ConformanceMachine):
             block = BlockStatus(block_id)
             source = f"BlockStatus({block_id})"
             what = "freeing a block this backend did not hand out"
-        self.log.add_raising(f"b.free({source})", "ContractViolation", f"B3: {what} must raise")
-        self.exercised("B3")
-        self.judged(judge_refusal(invoke(self.target.free, block), "B3", what))
+        self.refused("B3", f"b.free({source})", f"{what} must raise", what, self.target.free, block)
         self._free_check("B3", f"after {what} was refused")
 
     @invariant()

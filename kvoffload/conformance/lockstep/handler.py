@@ -41,6 +41,7 @@ from hypothesis import seed as hyp_seed
 from hypothesis import strategies as st
 
 from ...spec.types import CPULoadStoreSpec, GPULoadStoreSpec, LoadStoreSpec
+from ..judge import invoke
 from ..loading import load_factory
 from ..runner import conformance_settings, seed_only_draws
 
@@ -162,11 +163,8 @@ def _bad_specs(model: Any, draw: Any) -> None:
     if not loading:
         model.refused_cpu_targets.update(range(n_off))
     model.steps.append(f"bad job ({kind}) id={job_id!r}: {spec!r}")
-    try:
-        accepted = handler.transfer_async(job_id, spec)
-    except Exception:
-        accepted = False
-    if accepted is not False:
+    accepted, error = invoke(handler.transfer_async, job_id, spec)  # raising refuses too
+    if error is None and accepted is not False:
         model.fail("H1", f"a bad job ({kind}) was expected to be refused, got {accepted!r}")
     if kind != "job id in flight" and isinstance(job_id, int):
         model.refused.add(job_id)

@@ -13,7 +13,7 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine
 
-from ..judge import Verdict, invoke
+from ..judge import Verdict, invoke, judge_refusal
 from ..loading import call_source
 from ...spec.clauses import clause_sort_key
 from ..reports.result import CallLog, ConformanceFailure, ConformanceResult
@@ -150,6 +150,21 @@ class ConformanceMachine(RuleBasedStateMachine):
     def step(self) -> None:
         self.stats.tick()
 
+    def logged(self, prefix: str, source: str) -> str:
+        """A step logged as ``var = source`` with a fresh ``var`` (``prefix`` and a number): its name."""
+        self.step()
+        var = self.log.var(prefix)
+        self.log.add(f"{var} = {source}")
+        return var
+
+    def refused(self, clause: str, source: str, note: str, what: str, function: Callable[..., Any], *args: Any) -> None:
+        """``function(*args)``, logged as ``source``, breaks the caller protocol: it must raise a
+        ``ContractViolation`` (B2, B3, P2, P3), else a failure of ``clause`` about ``what``; the
+        snippet's line fails with ``clause: note`` when it does not raise."""
+        self.log.add_raising(source, "ContractViolation", f"{clause}: {note}")
+        self.exercised(clause)
+        self.judged(judge_refusal(invoke(function, *args), clause, what))
+
     def call_or_fail(self, clause: str, what: str, function: Callable[..., Any], *args: Any, source: str = "") -> Any:
         """``function(*args)`` on the target, a step logged as ``source`` when given; its
         value, or a failure of ``clause`` if it raised (the call is valid there)."""
@@ -165,10 +180,14 @@ class ConformanceMachine(RuleBasedStateMachine):
     def draw_unique(data: st.DataObject, candidates: list[Any], label: str, least: int = 1,
                     most: int | None = None) -> list[Any]:
         """Distinct ``candidates`` (``least`` to ``most`` of them, default all)."""
-        most = len(candidates) if most is None else most
-        drawn: list[Any] = data.draw(st.lists(st.sampled_from(candidates), min_size=least, max_size=most, unique=True),
-                                     label=label)
-        return drawn
+        size = len(candidates) if most is None else most
+        return data.draw(st.lists(st.sampled_from(candidates), min_size=least, max_size=size, unique=True), label=label)
+
+    def draw_with_others(self, data: st.DataObject, candidates: list[Any], pool: list[Any]) -> list[Any]:
+        """One or two distinct ``candidates``, then up to two distinct ``pool`` members, each
+        hash once in drawn order (a touch of pending blocks, maybe with others: L2, A3)."""
+        items = self.draw_unique(data, candidates, "hashes", most=2)
+        return list(dict.fromkeys(items + self.draw_unique(data, pool, "others", 0, 2)))
 
     def fail(self, clauses: str | Iterable[str], message: str, check: str = "") -> NoReturn:
         """Raise the violation; ``check`` is a Python expression that holds on a conforming

@@ -46,8 +46,7 @@ class ManagerMachine(ConformanceMachine):
 
     def draw_capacity(self, data: st.DataObject) -> int:
         """The target's ``num_blocks`` (a hook: a subclass may add larger arms)."""
-        capacity: int = data.draw(st.sampled_from(CAPACITIES), label="num_blocks")
-        return capacity
+        return data.draw(st.sampled_from(CAPACITIES), label="num_blocks")
 
     # -- model views --------------------------------------------------------------------
     @property
@@ -76,15 +75,16 @@ class ManagerMachine(ConformanceMachine):
         return [h for h in self.pool if h in getattr(policy, "b1", ()) or h in getattr(policy, "b2", ())]
 
     def draw_kind(self, data: st.DataObject, with_set: bool = False) -> str:
-        kinds = ARG_KINDS + (("set",) if with_set else ())
-        return data.draw(st.sampled_from(kinds), label="shape")
+        return data.draw(st.sampled_from(ARG_KINDS + (("set",) if with_set else ())), label="shape")
 
     def draw_batch(self, data: st.DataObject, min_size: int = 0) -> list[bytes]:
         return data.draw(batches(self.pool, unique=not self.strict, min_size=min_size), label="hashes")
 
     # -- one call on both sides -----------------------------------------------------------
-    def call(self, method: str, items: list[Any], shape: str, **keywords: Any) -> Step:
-        """One call judged on target and model, recorded as ``var = m.method(...)``."""
+    def call(self, method: str, items: list[Any], shape: str, *, exercising: tuple[str, ...] = (),
+             **keywords: Any) -> Step:
+        """One call judged on target and model, recorded as ``var = m.method(...)``; the
+        clauses ``exercising`` are exercised once it was judged."""
         self.step()
         extra = [h for h in self.pool if h not in items][:2]
         argument, source = make_argument(shape, items, self.log.name, extra)
@@ -100,44 +100,39 @@ class ManagerMachine(ConformanceMachine):
         if model_error is None:
             self.log.add(f"{call_source}  # stops at the first miss" if step.early_stop else f"{var} = {call_source}")
             self.judged(step.verdict)
-            return step
-        expected = exception_kind(model_error).__name__
-        # the clause first, as in every other failing line of a reproduction
-        clause = getattr(model_error, "clause", "M9")
-        detail = str(model_error).removeprefix(f"{clause}: ")
-        self.log.add_raising(call_source, expected, f"{clause}: expected {expected} ({detail})")
-        self.judged(step.verdict)
-        self.exercised("M9", clause)
-        self.sweep(("I7", "M9"), f"after {method} raised {expected}")
+        else:
+            expected = exception_kind(model_error).__name__
+            # the clause first, as in every other failing line of a reproduction
+            clause = getattr(model_error, "clause", "M9")
+            detail = str(model_error).removeprefix(f"{clause}: ")
+            self.log.add_raising(call_source, expected, f"{clause}: expected {expected} ({detail})")
+            self.judged(step.verdict)
+            self.exercised("M9", clause)
+            self.sweep(("I7", "M9"), f"after {method} raised {expected}")
+        self.exercised(*exercising)
         return step
 
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
         """Look up every pool hash alone and compare with the model's ready set."""
-        self.step()
-        var = self.log.var("s")
-        self.log.add(f"{var} = [m.lookup([h]) for h in ({', '.join(map(self.log.name, self.pool))},)]")
+        var = self.logged("s", f"[m.lookup([h]) for h in ({', '.join(map(self.log.name, self.pool))},)]")
         self.judged(self.judge.sweep(self.target, self.pool, clauses, why, var))
 
     # -- rules ------------------------------------------------------------------------------
     @rule(data=st.data())
     def lookup(self, data: st.DataObject) -> None:
         """M1."""
-        self.call("lookup", self.draw_batch(data), self.draw_kind(data))
-        self.exercised("M0", "M1")
+        self.call("lookup", self.draw_batch(data), self.draw_kind(data), exercising=("M0", "M1"))
 
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
         """M4 (its effect on the order shows in later evictions: L2, A3)."""
-        self.call("touch", self.draw_batch(data), self.draw_kind(data))
-        self.exercised("M4", "P4")
+        self.call("touch", self.draw_batch(data), self.draw_kind(data), exercising=("M4", "P4"))
 
     @precondition(lambda self: bool(self.pending()))
     @rule(data=st.data())
     def touch_pending(self, data: st.DataObject) -> None:
         """M4 on stores in flight: L2 moves them, A3 keeps them in T1 (not a second use)."""
-        items = self.draw_unique(data, self.pending(), "hashes", most=2)
-        others = self.draw_unique(data, self.pool, "others", 0, 2)
-        self.call("touch", list(dict.fromkeys(items + others)), self.draw_kind(data))
+        self.call("touch", self.draw_with_others(data, self.pending(), self.pool), self.draw_kind(data))
         self.exercised("M4", "P4")
 
     @precondition(lambda self: self.policy_mode == "arc" and bool(self.ghosts()))
@@ -165,8 +160,7 @@ class ManagerMachine(ConformanceMachine):
         stored = [h for h in items if self.ref(h) == -1]
         if stored:
             shape = self.draw_kind(data, with_set=True) if drawn_shape else "list"
-            self.call("complete_store", stored, shape, success=True)
-            self.exercised("M6", "C3")
+            self.call("complete_store", stored, shape, exercising=("M6", "C3"), success=True)
 
     @rule(data=st.data())
     def prepare_store(self, data: st.DataObject) -> None:
@@ -184,8 +178,8 @@ class ManagerMachine(ConformanceMachine):
     def _prepare_store(self, items: list[bytes], data: st.DataObject | None) -> None:
         """M5 of ``items`` (as a drawn shape; a list without ``data``), then a sweep if it
         refused or evicted."""
-        step = self.call("prepare_store", items, self.draw_kind(data) if data is not None else "list")
-        self.exercised("M5")
+        shape = self.draw_kind(data) if data is not None else "list"
+        step = self.call("prepare_store", items, shape, exercising=("M5",))
         if step.model[1] is not None:
             return
         output = step.target[0]
@@ -200,9 +194,9 @@ class ManagerMachine(ConformanceMachine):
 
     def _complete_store(self, data: st.DataObject, items: list[bytes]) -> None:
         success = data.draw(st.booleans(), label="success")
-        self.call("complete_store", items, self.draw_kind(data, with_set=True), success=success)
         clause = method_clause("complete_store", success)
-        self.exercised(clause, "C3")
+        self.call("complete_store", items, self.draw_kind(data, with_set=True), exercising=(clause, "C3"),
+                  success=success)
         self.sweep((clause,), f"after complete_store(success={success})")
 
     @precondition(lambda self: bool(self.pending()))
@@ -218,8 +212,7 @@ class ManagerMachine(ConformanceMachine):
         self._prepare_load(data, self.draw_unique(data, self.ready(), "hashes", 0))
 
     def _prepare_load(self, data: st.DataObject, items: list[bytes]) -> None:
-        step = self.call("prepare_load", items, self.draw_kind(data))
-        self.exercised("M2")
+        step = self.call("prepare_load", items, self.draw_kind(data), exercising=("M2",))
         if step.model[1] is None:
             self.inflight.append(list(items))
 
@@ -227,18 +220,13 @@ class ManagerMachine(ConformanceMachine):
     @rule(data=st.data())
     def complete_load(self, data: st.DataObject) -> None:
         """M3 for a load in flight, with the same hashes (C2)."""
-        index = data.draw(st.integers(0, len(self.inflight) - 1), label="load")
-        items = self.inflight.pop(index)
-        self.call("complete_load", items, self.draw_kind(data))
-        self.exercised("M3", "C2")
+        items = self.inflight.pop(data.draw(st.integers(0, len(self.inflight) - 1), label="load"))
+        self.call("complete_load", items, self.draw_kind(data), exercising=("M3", "C2"))
 
     @rule()
     def take_events(self) -> None:
         """M8, and I5 on the replayed events."""
-        self.step()
-        var = self.log.var("ev")
-        self.log.add(f"{var} = list(m.take_events())")
-        self.judged(self.judge.events(self.target, var))
+        self.judged(self.judge.events(self.target, self.logged("ev", "list(m.take_events())")))
         self.exercised("M8", *(("I5",) if self.events_on else ()))
 
     # -- strict mode: protocol-breaking and badly typed calls ------------------------------
@@ -259,8 +247,7 @@ class ManagerMachine(ConformanceMachine):
     @rule(data=st.data())
     def strict_complete_load(self, data: st.DataObject) -> None:
         """M3 without enough loads in flight (breaks C2)."""
-        self.call("complete_load", self.draw_batch(data, min_size=1), self.draw_kind(data))
-        self.exercised("M3")
+        self.call("complete_load", self.draw_batch(data, min_size=1), self.draw_kind(data), exercising=("M3",))
 
     @precondition(lambda self: self.strict)
     @rule(data=st.data())
@@ -279,8 +266,7 @@ class ManagerMachine(ConformanceMachine):
         position = data.draw(st.integers(0, len(items)), label="position")
         items.insert(position, make())
         shape = data.draw(st.sampled_from(("list", "tuple", "generator")), label="shape")
-        self.call(method, items, shape)
-        self.exercised("M9")
+        self.call(method, items, shape, exercising=("M9",))
 
     # -- the end of an example -------------------------------------------------------------
     def teardown(self) -> None:
@@ -295,7 +281,8 @@ class ManagerMachine(ConformanceMachine):
             if method == "prepare_store":
                 self._prepare_store(list(hashes), None)
             else:
-                self.call(method, list(hashes), "list", **({"success": success} if method == "complete_store" else {}))
+                keywords: dict[str, Any] = {"success": success} if method == "complete_store" else {}
+                self.call(method, list(hashes), "list", **keywords)
         self.inflight.clear()
         self.take_events()
         self.exercised("P5")

@@ -21,7 +21,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ...spec import POLICIES, BlockStatus, make_reference_policy
 from .adopting import AdoptingPolicy
-from ..judge import EXACT_VICTIM_CLAUSE, invoke, judge_evict, judge_gets, judge_ref_counts, judge_refusal, policy_call
+from ..judge import EXACT_VICTIM_CLAUSE, judge_evict, judge_gets, judge_ref_counts, policy_call
 from .machine_base import ConformanceMachine
 from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
 
@@ -87,17 +87,13 @@ class PolicyMachine(ConformanceMachine):
     def _expect_violation(self, method: str, clause: str, h: bytes, *block: BlockStatus) -> None:
         self.step()
         rendered = ", ".join([self.log.name(h), *(f"BlockStatus({b.block_id})" for b in block)])
-        self.log.add_raising(f"p.{method}({rendered})", "ContractViolation", f"{clause}: must raise")
-        outcome = invoke(getattr(self.target, method), h, *block)
-        self.exercised(clause)
-        self.judged(judge_refusal(outcome, clause, f"{method} of a {'present' if clause == 'P2' else 'absent'} hash"))
+        what = f"{method} of a {'present' if clause == 'P2' else 'absent'} hash"
+        self.refused(clause, f"p.{method}({rendered})", "must raise", what, getattr(self.target, method), h, *block)
         self.sweep(clause, f"after a refused {method}")
 
     def sweep(self, clause: str, why: str) -> None:
         """P1 for every pool hash (``get`` returns the very block inserted, or None)."""
-        self.step()
-        var = self.log.var("g")
-        self.log.add(f"{var} = [p.get(h) for h in ({', '.join(map(self.log.name, self.pool))},)]")
+        var = self.logged("g", f"[p.get(h) for h in ({', '.join(map(self.log.name, self.pool))},)]")
         ghosts = set(self.model.b1) | set(self.model.b2) if self.policy_mode == "arc" else set()
         self.judged(judge_gets(self.target, self.pool, self.blocks, ghosts, clause, why, self.log.name, var))
 
@@ -136,8 +132,7 @@ class PolicyMachine(ConformanceMachine):
     @rule(data=st.data())
     def complete(self, data: st.DataObject) -> None:
         """A store completes: a pending block becomes ready and idle (L2, A3 then see it ready)."""
-        h = data.draw(st.sampled_from(self.pending()), label="hash")
-        self._set_ref(h, 0)
+        self._set_ref(data.draw(st.sampled_from(self.pending()), label="hash"), 0)
 
     @precondition(lambda self: self.on("set_ref_cnt") and bool(self.blocks))
     @rule(data=st.data())
@@ -178,9 +173,7 @@ class PolicyMachine(ConformanceMachine):
     @rule(data=st.data())
     def touch_pending(self, data: st.DataObject) -> None:
         """L2, A3: a touch of pending blocks (moved, but in ARC not promoted), maybe with others."""
-        items = self.draw_unique(data, self.pending(), "hashes", most=2)
-        others = self.draw_unique(data, self.pool, "others", 0, 2)
-        self._touch(data, list(dict.fromkeys(items + others)))
+        self._touch(data, self.draw_with_others(data, self.pending(), self.pool))
 
     @precondition(lambda self: self.policy_mode == "arc" and bool(self.model.b1 or self.model.b2))
     @rule(data=st.data())
@@ -329,10 +322,8 @@ class PolicyMachine(ConformanceMachine):
 
     def _evict(self, n: int, protected: set[bytes]) -> list[bytes] | None:
         """Evict on both sides and compare; the victims, or ``None`` when refused."""
-        self.step()
-        var = self.log.var("ev")
         _, protected_source = make_argument("set", [h for h in self.pool if h in protected], self.log.name)
-        self.log.add(f"{var} = p.evict({n}, {protected_source})")
+        var = self.logged("ev", f"p.evict({n}, {protected_source})")
         value, verdict = policy_call(self.target, "evict", n, set(protected))
         self.judged(verdict)
         self.exercised("P5", "P6")
