@@ -515,6 +515,25 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "verdict can name this. vLLM 0.33's events tracker then keeps the failed keys' event metadata. "
         "Left a gap on purpose: requiring the event would refuse every outside 0.33 manager that never "
         "queues one")),
+    # vLLM 0.33, seed 16 (40 drawn, 2026-11-29): every survivor judged, none a gap
+    _M33 + "254:33|core/ReplaceComparisonOperator_Gt_GtE#0": (UNREACHABLE, (
+        "complete_load's guard `ref_cnt > 0` weakened to `>= 0` (0.32's 244:33): completing a load on an idle "
+        "chunk (no load in flight) no longer raises and sets ref_cnt to -1. Only a caller breach (C2) shows it, "
+        "which the default kill test never makes")),
+    _M33 + "387:37|core/ReplaceAndWithOr#1": (UNREACHABLE, (
+        "a successful complete_store also 'completes' ready keys and raises on absent ones (0.32's 376:37): only "
+        "a C3 breach shows it (keys not returned by prepare_store, or completed already; after reset_cache the "
+        "scheduler never completes a pre-reset job), which the default kill test never makes")),
+    _M33 + "426:12|core/ReplaceOrWithAnd#2": (UNREACHABLE, (
+        "`state is None and state.owner is not self` in on_request_finished (0.32's 404:12): a context without "
+        "state raises and the owner test is dropped; on_new_request makes the state of every request the "
+        "scheduler announces, and a scheduler's contexts belong to its one manager")),
+    _VP33 + "lru.py|19:17|core/ReplaceTrueWithFalse#0": (EQUIVALENT, (
+        "`@dataclass(slots=False)` on _RequestRank: no code sets an undeclared attribute on it (it is built "
+        "whole in _get_request_rank and only read); only memory layout changes")),
+    _VP33 + "arc.py|88:19|core/ReplaceTrueWithFalse#1": (EQUIVALENT, (
+        "_adapt_to_ghost_hit answers False for a B2 hit: both of its callers (on_store_miss, touch) ignore the "
+        "answer; target_t1_size and B2's order move the same")),
     # vLLM 0.32, seed 13 (40 drawn, 2026-11-28): every survivor judged, none a gap
     _VP + "base.py|70:4|core/RemoveDecorator#4": (EQUIVALENT, (
         "`@abstractmethod` removed from CachePolicy.touch: it only stops a subclass without touch from being "
