@@ -534,6 +534,11 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _VP33 + "arc.py|88:19|core/ReplaceTrueWithFalse#1": (EQUIVALENT, (
         "_adapt_to_ghost_hit answers False for a B2 hit: both of its callers (on_store_miss, touch) ignore the "
         "answer; target_t1_size and B2's order move the same")),
+    # vLLM 0.32, seed 17 (40 drawn, 2026-11-29): every survivor judged, none a gap
+    _M + "138:35|core/ReplaceComparisonOperator_Eq_LtE#0": (EQUIVALENT, (
+        "`num_unprotected <= 0` for `== 0` in the admission tracker's trim (N2): it starts at len(counts) minus "
+        "the offer's keys already tracked (a subset of them, so >= 0) and drops by one only while it is above 0, "
+        "so it is never negative and the two tests agree")),
     # vLLM 0.32, seed 13 (40 drawn, 2026-11-28): every survivor judged, none a gap
     _VP + "base.py|70:4|core/RemoveDecorator#4": (EQUIVALENT, (
         "`@abstractmethod` removed from CachePolicy.touch: it only stops a subclass without touch from being "
