@@ -548,10 +548,14 @@ class ManagerJudge:
         if index is None:
             return None
         h, got, want = keys[index], answers[index], expected[index]
-        if got == "HIT":  # pending blocks are not readable; a hit on an absent key may be a confusion (I8)
-            found = ("K1", "M1", *clauses) if want == "HIT_PENDING" else (*self.refine(clauses, h), "K1")
-        else:  # a ready block lost or a dropped one kept; else the answer itself is wrong (MISS or RETRY while pending)
-            found = (*clauses, "K1") if want in ("HIT", "MISS") else ("K1", *clauses)
+        if got == "HIT" and want == "HIT_PENDING":
+            found = ("K1", "M1", *clauses)  # pending blocks are not readable
+        elif got == "HIT":
+            found = (*self.refine(clauses, h), "K1")
+        elif want in ("HIT", "MISS"):
+            found = (*clauses, "K1")  # the target lost a ready block, or still holds one the model dropped
+        else:
+            found = ("K1", *clauses)  # the answer itself is wrong (MISS or RETRY while pending)
         return Verdict(found, f"{why}, lookup({self.name(h)}, ctx) answered {got}, but {self.name(h)} is "
                        f"{STATE[want]}: K1 expects {want}", f"{var}[{index}] == {want!r}")
 

@@ -266,9 +266,11 @@ def _expand(start: int, stop: int) -> Run:
             child = world if in_place else copy_of(world, key)
             try:
                 child.apply(op)
-                same = child is world and world.unchanged(memento)  # the same state, byte for byte: no key needed
-                child_key = None if same else child.fingerprint()
-                if same or child is world and child_key == key and world.labels == labels:  # or hash for hash
+                if child is world and world.unchanged(memento):  # the same state, byte for byte: no key needed
+                    world.forget_last()
+                    continue
+                child_key = child.fingerprint()
+                if child is world and child_key == key and world.labels == labels:  # the same state, hash for hash
                     world.forget_last()
                     continue
                 new = child_key not in parents and child_key not in seen
