@@ -67,9 +67,14 @@ fi
 # The e2e test generates with a model: 0.33's compiled kernels are not in the overlay.
 VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" HF_HUB_OFFLINE=1 timeout "$left" \
   "$PY" -m pytest -p no:cacheprovider -ra $PARALLEL tests/vllm_lane --ignore=tests/vllm_lane/test_vllm_e2e.py
-step "benchmarks through vLLM's interface still run (quick sizes, vLLM's own manager beside ours)"
+step "benchmarks through vLLM's interface still run (quick sizes, vLLM 0.32's own manager beside ours)"
 timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
 timeout 300 "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
+
+step "the same under vLLM 0.33 (its own manager beside ours, its LRU's request-rank order marked may-differ)"
+VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
+VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" timeout 300 \
+  "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
 
 step "mutation testing, the bounded CI sample (docs/mutation-report.md; ~6 min)"
 KVOFFLOAD_VLLM_PYTHON="$PY" KVOFFLOAD_VLLM033_SITE="$overlay" bash .ci/mutation.sh --ci

@@ -1,7 +1,9 @@
 """The two ways a manager is called, timed on the same requests, answers compared.
 
-**vLLM's interface** (``drive_per_key``): what vLLM 0.32's ``OffloadingConnector``
-scheduler does for a request (``offloading/scheduler.py``), one request after the other:
+**vLLM's interface** (``drive_per_key``): what vLLM's ``OffloadingConnector`` scheduler
+(``offloading/scheduler.py``; 0.32 and 0.33 alike for these requests, 0.33 also holding the
+manager's lock for the whole scheduler step, not taken here) does for a request, one
+request after the other:
 ``on_new_request(ctx)``; ``lookup(key, ctx)`` per key from the front until the first
 non-``HIT`` (``_maximal_prefix_lookup``); ``prepare_load(hit keys, ctx)`` and, when the
 worker reports the load, ``complete_load(set(hit keys), ctx)``; after the prefill
@@ -68,14 +70,18 @@ class Run:
 
 
 class VllmCalls:
-    """vLLM 0.32's lookup results and request contexts (imported on first use)."""
+    """The installed vLLM's lookup results and request contexts (imported on first use),
+    and its name in the tables: ``label``, "vLLM 0.32" or "vLLM 0.33" (its release)."""
 
     def __init__(self, block_size: int = 16) -> None:
+        import vllm
         from vllm.v1.kv_offload.base import LookupResult, ReqContext
 
         self.results = (LookupResult.HIT, LookupResult.HIT_PENDING, LookupResult.MISS)
         self._context = ReqContext
         self.block_size = block_size
+        release = ".".join(str(getattr(vllm, "__version__", "")).split(".")[:2])
+        self.label = f"vLLM {release}".strip()
 
     def context(self, req_id: str, keys: Sequence[bytes]) -> Any:
         ctx = self._context(req_id=req_id)
@@ -85,7 +91,7 @@ class VllmCalls:
 
 
 def vllm_calls() -> VllmCalls | None:
-    """``VllmCalls``, or ``None`` where vLLM 0.32's offloading interface does not import."""
+    """``VllmCalls``, or ``None`` where vLLM's offloading interface does not import."""
     try:
         return VllmCalls()
     except ImportError:
@@ -186,10 +192,15 @@ class Contender:
 
 
 def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: bool) -> list[Contender]:
-    """The floor (LRU), kvoffload, vLLM 0.32 through its interface; the floor, kvoffload and
-    (``reference``) the reference model through the batch API."""
+    """The floor (LRU), kvoffload, the installed vLLM's own manager through its interface;
+    the floor, kvoffload and (``reference``) the reference model through the batch API.
+
+    vLLM's LRU must give kvoffload's answers where it orders keys by recency (L1: 0.32);
+    0.33's ranks them by request (N9), which kvoffload does not (it keeps L1), so there
+    its answers may differ, as vLLM's ARC's may."""
     from kvoffload.impl import CPUOffloadingManager
     from kvoffload.spec import ReferenceManager
+    from kvoffload.spec.rank_lru import detect_lru_order
 
     lru = policy == "lru"
     out: list[Contender] = []
@@ -203,8 +214,9 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
             Contender("kvoffload", "vLLM interface", lambda: make_manager(capacity, policy), True),
         ]
         if policy in ("lru", "arc"):  # vLLM's own manager has no S3-FIFO or SIEVE
-            out.append(Contender("vLLM 0.32", "vLLM interface",
-                                 lambda: VllmManager(num_chunks=capacity, cache_policy=policy), lru))
+            same_order = lru and detect_lru_order(VllmManager(num_chunks=1, cache_policy=policy)) == "recency"
+            out.append(Contender(calls.label, "vLLM interface",
+                                 lambda: VllmManager(num_chunks=capacity, cache_policy=policy), same_order))
     out += [
         Contender("floor (OrderedDict LRU)", "batch API", lambda: FloorLRU(capacity), lru),
         # ARC through vLLM's interface follows K5/K6 (request-level recency, store misses
@@ -218,7 +230,7 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
 
 
 def prefill_requests(capacity: int, seed: int = 0, key_bytes: int = 36) -> Iterator[list[bytes]]:
-    """Untimed requests of ``key_bytes``-byte keys (36: vLLM 0.32 keys), unrelated to any
+    """Untimed requests of ``key_bytes``-byte keys (36: vLLM's keys), unrelated to any
     workload's, every bench's prefill: twice ``capacity``, so the cache is full, so
     eviction happens from the start, and so are ARC's ghost lists (``capacity`` blocks
     evicted into B1), the state of a cache after a while in service. Filling only to

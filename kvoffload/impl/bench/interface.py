@@ -13,7 +13,9 @@ from .conventions import PHASES, Run
 __all__ = ["Comparison", "print_comparisons"]
 
 _IF, _BATCH = "vLLM interface", "batch API"
-_FLOOR, _OURS, _VLLM, _REF = "floor (OrderedDict LRU)", "kvoffload", "vLLM 0.32", "reference"
+_FLOOR, _OURS, _REF = "floor (OrderedDict LRU)", "kvoffload", "reference"
+#: vLLM's own manager: its runs' labels name the release (``VllmCalls.label``, "vLLM 0.33").
+_VLLM = "vLLM"
 
 
 @dataclass
@@ -28,7 +30,9 @@ class Comparison:
     blocks: int  # blocks of all requests
 
     def get(self, label: str, convention: str) -> Run | None:
-        return next((r for r in self.runs if r.label == label and r.convention == convention), None)
+        """The run of ``label`` (for vLLM's own manager: ``_VLLM``, any release) and ``convention``."""
+        return next((r for r in self.runs if r.convention == convention
+                     and (r.label == label or (label == _VLLM and r.label.startswith(_VLLM)))), None)
 
 
 def _ns(run: Run | None) -> str:
@@ -62,8 +66,9 @@ def print_comparisons(console: Any, title: str, comparisons: list[Comparison]) -
     from rich.table import Table
 
     table = Table(title=title)
+    vllm = next((run.label for c in comparisons if (run := c.get(_VLLM, _IF)) is not None), _VLLM)
     for column in ("workload", "capacity", "policy",
-                   "floor (vLLM if.)", "kvoffload (vLLM if.)", "vs floor", "vLLM 0.32 (vLLM if.)", "vs floor",
+                   "floor (vLLM if.)", "kvoffload (vLLM if.)", "vs floor", f"{vllm} (vLLM if.)", "vs floor",
                    "floor (batch)", "kvoffload (batch)", "vs floor", "reference (batch)", "vs floor",
                    "hit ratio", "answers agree"):
         table.add_column(column, justify="right")
@@ -85,5 +90,6 @@ def print_comparisons(console: Any, title: str, comparisons: list[Comparison]) -
         raise click.ClickException("answers differ from kvoffload's: " + "; ".join(bad))
     console.print("Answers: every manager marked 'must agree' gave kvoffload's answers on every request "
                   "(hits, keys to store, evicted keys, in order); '(may differ)' marks vLLM's own ARC, "
-                  "a different algorithm, the LRU floor under ARC, and under ARC the batch API's kvoffload "
+                  "a different algorithm, vLLM 0.33's own LRU (it ranks keys by request, N9; kvoffload keeps "
+                  "L1's recency order), the LRU floor under ARC, and under ARC the batch API's kvoffload "
                   "(vLLM's interface adds K5/K6's request-level recency).")

@@ -38,7 +38,7 @@ def _ints(text: str) -> list[int]:
 
 class Workload:
     """Requests with shared prefixes over a pool of 32-byte hashes (``suffix`` appended:
-    ``b"\\0" * 4`` makes them vLLM 0.32 ``OffloadKey`` s of KV-cache group 0). The hashes
+    ``b"\\0" * 4`` makes them vLLM ``OffloadKey`` s of KV-cache group 0). The hashes
     come from ``seed``: the same seed gives every pass the same requests."""
 
     def __init__(self, capacity: int, batch: int, seed: int | str, suffix: bytes = b"") -> None:
@@ -100,11 +100,13 @@ class Timer:
         return sum(self.ns.values()) / blocks if blocks else float("nan")
 
 
-class _Vllm032Manager:
-    """vLLM 0.32's own ``CPUOffloadingManager`` driven with the calls its connector makes.
+class _VllmPerKeyManager:
+    """The installed vLLM's own ``CPUOffloadingManager`` (0.32 or 0.33) behind the batch
+    API's calls, each made as its connector makes it.
 
-    0.32 looks keys up one at a time (``lookup(key, ctx)`` until the first non-hit, as
-    the scheduler connector's prefix lookup does) and passes a request context to every
+    Keys are looked up one at a time (``lookup(key, ctx)`` until the first non-hit, as
+    0.32's prefix lookup does; 0.33's also counts a pending key and retries the request
+    later, the same answer where nothing is pending) with a request context passed to every
     call; each benchmark request gets a fresh context, opened by its lookup.
     """
 
@@ -161,9 +163,9 @@ class _StoreOutput:
 
 
 def _vllm_manager(capacity: int, policy: str = "lru") -> Any | None:
-    """vLLM's own CPU offloading manager (0.32 interface), or ``None`` without vLLM."""
+    """vLLM's own CPU offloading manager (``_VllmPerKeyManager``), or ``None`` without vLLM."""
     try:
-        return _Vllm032Manager(capacity, policy)
+        return _VllmPerKeyManager(capacity, policy)
     except Exception:  # not installed, or another release's layout: no vLLM column
         return None
 
@@ -197,7 +199,7 @@ def builders(policy: str, check: bool, with_vllm: bool) -> dict[str, Callable[[i
     if check:
         out["ref"] = lambda c: ReferenceManager(c, policy=policy)
     if with_vllm and _vllm_manager(16, policy) is not None:  # vLLM has no S3-FIFO or SIEVE
-        out["vllm"] = lambda c: _Vllm032Manager(c, policy)
+        out["vllm"] = lambda c: _VllmPerKeyManager(c, policy)
     return out
 
 

@@ -2,8 +2,8 @@
 through vLLM's interface and the batch API, beside the plain-Python floor; hit ratio too.
 
 Each request's 512-token hash ids become prefix-chained keys of ``--block-size`` tokens
-(``kvoffload.traces``); requests run one after the other in file order, each as vLLM
-0.32's connector calls the manager (``conventions``). Every cache starts filled to
+(``kvoffload.traces``); requests run one after the other in file order, each as vLLM's
+connector (0.32 or 0.33) calls the manager (``conventions``). Every cache starts filled to
 capacity with unrelated keys (untimed), as in ``bench manager``.
 """
 
@@ -43,7 +43,7 @@ def command(path: str, block_size: int, capacity: int, policies: str, limit: int
     calls = vllm_calls()
     if calls is None:
         console.print("vllm.v1.kv_offload is not importable here: the batch API only (no vLLM interface, "
-                      "no vLLM column; install vLLM 0.32 to drive managers as its connector does)")
+                      "no vLLM column; install vLLM 0.32 or 0.33 to drive managers as its connector does)")
     started = time.perf_counter()
     make_keys = TraceKeys(block_size)
     requests = [keys for keys in (make_keys.keys(r) for r in read_trace(path, limit)) if keys]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ....spec.rank_lru import LRU_ORDERS, detect_lru_order
+
 __all__ = ["INTERFACES", "LRU_ORDERS", "VllmUnavailable", "detect_interface", "detect_lru_order", "require_vllm"]
 
 INTERFACES = ("auto", "contract", "vllm")
@@ -50,35 +52,3 @@ def detect_interface(kind: str, target: Any) -> str:
     method = {"manager": "lookup", "policy": "touch"}.get(kind)
     vllm = method is not None and _required_positional(getattr(target, method, None)) >= 2
     return "vllm" if vllm or (kind == "manager" and hasattr(target, "on_new_request")) else "contract"
-
-
-#: How a vLLM-interface LRU target orders its keys: ``recency`` (L1, vLLM 0.32's order)
-#: or ``request-rank`` (N9, vLLM 0.33's); ``auto`` detects it on the built target.
-LRU_ORDERS = ("auto", "recency", "request-rank")
-
-
-def _overrides_request_access(policy: Any) -> bool:
-    """Whether ``policy``'s class defines ``on_request_access`` itself, below vLLM's
-    ``CachePolicy`` base (whose hook is a no-op): 0.33's rank-ordered LRU does."""
-    for cls in type(policy).__mro__:
-        if cls.__name__ == "CachePolicy" or cls is object:
-            return False
-        if "on_request_access" in vars(cls):
-            return True
-    return False
-
-
-def detect_lru_order(target: Any) -> str:
-    """N9: ``"request-rank"`` or ``"recency"`` for a vLLM-interface manager or policy.
-
-    A declared ``lru_order`` attribute (on the target, or on the policy a manager holds as
-    ``_policy``/``policy``) decides; otherwise a policy whose class overrides
-    ``on_request_access`` (vLLM 0.33's ``LRUCachePolicy``) is ranked by request, anything
-    else by recency (L1)."""
-    policy = getattr(target, "_policy", None) or getattr(target, "policy", None)
-    for holder in (target, policy):
-        declared = getattr(holder, "lru_order", None)
-        if declared in LRU_ORDERS[1:]:
-            return str(declared)
-    candidate = policy if policy is not None else target
-    return "request-rank" if _overrides_request_access(candidate) else "recency"
