@@ -534,11 +534,26 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _VP33 + "arc.py|88:19|core/ReplaceTrueWithFalse#1": (EQUIVALENT, (
         "_adapt_to_ghost_hit answers False for a B2 hit: both of its callers (on_store_miss, touch) ignore the "
         "answer; target_t1_size and B2's order move the same")),
+    # vLLM 0.33, seed 18 (40 drawn, 2026-11-29, later): every survivor judged, none a gap
+    _M33 + "324:31|core/ReplaceComparisonOperator_Gt_NotEq#1": (EQUIVALENT, (
+        "prepare_store enters its eviction branch also when num_chunks_to_evict is negative (more free chunks "
+        "than keys to store): the `> evictable` refusal is false, and the policy's evict(n < 0) returns [] with "
+        "no state change (LRU: pops nothing, `0 < n` false; ARC: range(n) is empty and the ghost lists it trims "
+        "are already within the capacity), so nothing is freed and the call goes on as before")),
+    _VP33 + "lru.py|81:39|core/ReplaceBinaryOperator_Mul_BitXor#0": (EQUIVALENT, (
+        f"`2 ^ len(...)` for `2 * len(...)` in the compaction threshold: {_COMPACTION_ONLY}")),
+    _VP33 + "lru.py|178:13|core/ReplaceComparisonOperator_Eq_LtE#2": (EQUIVALENT, (
+        "early return on `n <= 0` for `n == 0`: it differs only for a negative n, where the original pops "
+        "nothing (`len(selected) < n` is false), refuses nothing and returns [] as well, after a heap compaction "
+        f"({_COMPACTION_ONLY}); the manager calls evict only with n > 0")),
     # vLLM 0.32, seed 17 (40 drawn, 2026-11-29): every survivor judged, none a gap
     _M + "138:35|core/ReplaceComparisonOperator_Eq_LtE#0": (EQUIVALENT, (
         "`num_unprotected <= 0` for `== 0` in the admission tracker's trim (N2): it starts at len(counts) minus "
         "the offer's keys already tracked (a subset of them, so >= 0) and drops by one only while it is above 0, "
         "so it is never negative and the two tests agree")),
+    # vLLM 0.32, seed 19 (40 drawn, 2026-11-29, later): every survivor judged, none a gap
+    _M + "149:38|core/ReplaceComparisonOperator_NotEq_IsNot#0": (EQUIVALENT, (
+        f"`is not` for `!=` in _get_request_cache_access's generation test (405:38's twin): {_GENERATION_OBJECT}")),
     # vLLM 0.32, seed 13 (40 drawn, 2026-11-28): every survivor judged, none a gap
     _VP + "base.py|70:4|core/RemoveDecorator#4": (EQUIVALENT, (
         "`@abstractmethod` removed from CachePolicy.touch: it only stops a subclass without touch from being "
