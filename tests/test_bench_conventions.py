@@ -153,3 +153,28 @@ def test_a_pass_leaves_the_collector_as_the_caller_had_it(collector_on: bool) ->
         assert gc.isenabled() is collector_on
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _run(label: str, convention: str, hits: int, blocks: int = 100) -> Any:
+    from kvoffload.impl.bench.conventions import Run
+
+    run = Run(label, convention)
+    run.hits, run.blocks = hits, blocks
+    run.ns["lookup"] = 1000
+    return run
+
+
+@pytest.mark.parametrize(("vllm_hits", "shown"), [(20, "20.0% (vLLM 0.33: 25.0%)"), (25, "25.0%")])
+def test_the_side_by_side_table_names_vllms_release_and_its_other_hit_ratio(vllm_hits: int, shown: str) -> None:
+    """vLLM's column is headed by the release that ran (``VllmCalls.label``); where its own
+    manager hit another number of keys (0.33's request-ranked LRU, N9; its ARC), its hit
+    ratio stands beside ours."""
+    ours = 25 if vllm_hits == 25 else 20
+    runs = [_run("floor (OrderedDict LRU)", "vLLM interface", ours), _run("kvoffload", "vLLM interface", ours),
+            _run("vLLM 0.33", "vLLM interface", 25)]
+    console = Console(record=True, width=300, file=io.StringIO())
+    print_comparisons(console, "t", [Comparison("w", 10, "lru", runs, [], 100)])
+    text = console.export_text()
+    assert "vLLM 0.33 (vLLM if.)" in text and "vLLM 0.32" not in text
+    row = next(line for line in text.splitlines() if line.startswith("│") and " w " in line)
+    assert shown in row and row.count("(vLLM 0.33") == (vllm_hits != 25)

@@ -45,6 +45,14 @@ def _ratio(run: Run | None, floor: Run | None) -> str:
     return f"×{run.per_block() / floor.per_block():.2f}"
 
 
+def _other_hit_ratio(run: Run | None, lead: Run) -> str:
+    """vLLM's own hit ratio beside ours where it differs (its ARC, 0.33's request-ranked
+    LRU: N9), so that a user switching sees what the other order costs or gains."""
+    if run is None or run.hits == lead.hits:
+        return ""
+    return f" ({run.label}: {run.hit_ratio:.1%})"
+
+
 def _row(c: Comparison) -> list[str]:
     row = [c.workload, f"{c.capacity:,}", c.policy]
     for convention, labels in ((_IF, (_OURS, _VLLM)), (_BATCH, (_OURS, _REF))):
@@ -54,7 +62,7 @@ def _row(c: Comparison) -> list[str]:
             run = c.get(label, convention)
             row += [_ns(run), _ratio(run, base)]
     lead = c.get(_OURS, _IF) or c.get(_OURS, _BATCH)
-    row.append("—" if lead is None else f"{lead.hit_ratio:.1%}")
+    row.append("—" if lead is None else f"{lead.hit_ratio:.1%}" + _other_hit_ratio(c.get(_VLLM, _IF), lead))
     row.append("yes" if not c.differs else "no: " + ", ".join(c.differs))
     return row
 
