@@ -84,15 +84,15 @@ def test_K3_documented_assertion_becomes_contract_violation() -> None:
 
 
 def test_K3_vllm_manager_breaks_C5_duplicates_finding() -> None:
-    """A finding about vLLM 0.32 (README): a key listed twice in one prepare_store (a C5
-    breach, strict mode) is stored twice, leaking a chunk, instead of once (M5.1)."""
+    """A finding about vLLM 0.32 (docs/vllm-findings.md, finding 1): a key listed twice in one
+    prepare_store (a C5 breach, strict mode) is stored twice, leaking a chunk, instead of once (M5.1)."""
     result = check_manager(vllm_lru, policy="lru", strict=True, **BUDGET)
     assert not result.ok and result.clauses[:2] == ("M5", "K2"), result.report()
     assert "r1 = m.prepare_store([h0, h0])" in result.reproduction
 
 
 def test_M9_vllm_prepare_load_of_an_absent_key_leaves_earlier_keys_pinned_finding() -> None:
-    """A finding about vLLM 0.32 and 0.33 (README, finding 4): ``prepare_load([h0, h3])`` with
+    """A finding about vLLM 0.32 and 0.33 (docs/vllm-findings.md, finding 4): ``prepare_load([h0, h3])`` with
     h3 absent (a C2 breach, strict mode) pins h0 and then asserts, so h0 stays pinned where
     M9 (K3) wants nothing changed; the next eviction passes over it."""
     h0, h1, h2, h3 = (bytes([i]) * 8 + bytes(4) for i in range(4))

@@ -103,7 +103,7 @@ def test_N2_admission_off_above_threshold_two_is_caught() -> None:
 
 class _DedupingManager(CPUOffloadingManager):  # type: ignore[misc]
     """vLLM's manager with its two strict-mode manager findings worked around, so that strict
-    mode gets past them to the breaches judged here (README findings 1 and 4): a key listed
+    mode gets past them to the breaches judged here (docs/vllm-findings.md, findings 1 and 4): a key listed
     twice in one ``prepare_store`` is stored twice
     (test_K3_vllm_manager_breaks_C5_duplicates_finding), and a ``prepare_load`` naming an
     absent key leaves the keys before it pinned

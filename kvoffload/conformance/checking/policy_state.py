@@ -83,7 +83,7 @@ def manager_key(target: Any, name: Callable[[bytes], int]) -> Hashable:
     manager: recency lists with ref counts, ghost lists, marks, hand, ARC's ``p``, free
     blocks), hashes renamed by ``name``; else ``readable_key`` and the backend's counts
     (a leaked block shows there). Block ids are left out:
-    they are handles a target treats alike (README, "Model checking": block-id symmetry)."""
+    they are handles a target treats alike (docs/model-checking.md: block-id symmetry)."""
     state = getattr(target, "logical_state", None)
     if state is None:  # a manager of reference parts: its policy, and its backend's blocks up to renaming
         backend = getattr(target, "backend", None)
