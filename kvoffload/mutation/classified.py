@@ -551,9 +551,33 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "`num_unprotected <= 0` for `== 0` in the admission tracker's trim (N2): it starts at len(counts) minus "
         "the offer's keys already tracked (a subset of them, so >= 0) and drops by one only while it is above 0, "
         "so it is never negative and the two tests agree")),
+    # vLLM 0.33, seed 20 (40 drawn, 2026-11-29, later): every survivor judged, none a gap
+    _M33 + "143:32|core/ReplaceComparisonOperator_GtE_Eq#2": (EQUIVALENT, (
+        "`==` for `>=` on the admission tracker's size (N2): the tracker grows only in _record_accesses, one key "
+        "at a time and only below max_tracker_size (at it, it evicts one entry first or skips the key), so its "
+        "size never exceeds the bound and the two tests agree for every size N2 allows (a positive integer; only "
+        "a negative size, which the suite refuses as a setting, would tell them apart)")),
+    _VP33 + "lru.py|81:37|core/NumberReplacer#13": (EQUIVALENT, (
+        f"`1 * len(...)` for `2 * len(...)` in the compaction threshold: {_COMPACTION_ONLY}")),
     # vLLM 0.32, seed 19 (40 drawn, 2026-11-29, later): every survivor judged, none a gap
     _M + "149:38|core/ReplaceComparisonOperator_NotEq_IsNot#0": (EQUIVALENT, (
         f"`is not` for `!=` in _get_request_cache_access's generation test (405:38's twin): {_GENERATION_OBJECT}")),
+    # vLLM 0.32, seed 21 (40 drawn, 2026-11-29, later): every survivor judged, none a gap
+    _M + "223:29|core/ReplaceComparisonOperator_Eq_LtE#1": (EQUIVALENT, (
+        "`ref_cnt <= 0` for `== 0` when a load pins a chunk: the line above asserts `chunk.is_ready`, which is "
+        "`ref_cnt >= 0`, so only ref_cnt 0 passes either test")),
+    _M + "314:31|core/ReplaceComparisonOperator_Gt_NotEq#1": (EQUIVALENT, (
+        "prepare_store enters its eviction branch also for a negative num_chunks_to_evict (0.33's 324:31): the "
+        "`> evictable` refusal is false, and the policy's evict(n < 0) returns [] with no state change (LRU pops "
+        "nothing; ARC's range(n) is empty and its ghost lists are already trimmed), so nothing is freed")),
+    _VP + "base.py|66:4|core/RemoveDecorator#3": (EQUIVALENT, (
+        "`@abstractmethod` removed from CachePolicy.remove: it only stops a subclass without remove from being "
+        "refused at construction; the factory builds LRU and ARC, which both define remove")),
+    _VP + "base.py|129:4|core/RemoveDecorator#6": (EQUIVALENT, (
+        "`@abstractmethod` removed from CachePolicy.clear: it only stops a subclass without clear from being "
+        "refused at construction; the factory builds LRU and ARC, which both define clear")),
+    _VP + "lru.py|64:66|core/ReplaceBinaryOperator_FloorDiv_RShift#0": (EQUIVALENT, (
+        "the rebuild threshold at len(evictable) >> 4 for // 4: " + _REBUILD_OR_PUSH)),
     # vLLM 0.32, seed 13 (40 drawn, 2026-11-28): every survivor judged, none a gap
     _VP + "base.py|70:4|core/RemoveDecorator#4": (EQUIVALENT, (
         "`@abstractmethod` removed from CachePolicy.touch: it only stops a subclass without touch from being "
