@@ -63,19 +63,27 @@ def test_layout_fields_tile_each_arena_without_gaps_or_overlaps() -> None:
     assert (manager._a64.size, manager._a32.size, manager._a8.size) == layout.arena_sizes(cap, 2 * cap)
 
 
-def test_per_block_helpers_are_leaves_without_reference_counting() -> None:
-    """``jit.leaf``: the helpers called once per block (lists, table, ghosts, heaps, the
-    victim choice and the touch walk) compile without numba's reference counting, whose
-    atomic incref/decref per array argument cost more than their work."""
-    from kvoffload.impl.core import evict, ghosts, heap, lists, ops, table
+def test_every_compiled_function_runs_without_reference_counting() -> None:
+    """``jit.kernel``: every compiled function of the core, entry points included, is built
+    without numba's reference counting (its per-array atomic incref/decref, and the
+    counted wrapper made of each array argument at every entry, cost more than the work);
+    and numba then refuses an allocation at compile time."""
+    import numpy as np
+    from numba.core.errors import TypingError
 
-    helpers = (lists.l_append, lists.l_prepend, lists.l_unlink, table.same_key, table.probe, table.find, table.slot_of,
-               table.table_delete, table.find_batch, ghosts.g_drop, ghosts.g_append, heap.heap_push,
-               heap.heap_remove, evict.pick_victim, evict._prefetch_victim, ops._renew_all)
-    assert all(helper.targetoptions.get("_nrt") is False for helper in helpers)
-    # The entry points and whatever allocates or returns views keep it.
-    assert ops.touch.targetoptions.get("_nrt", True) is not False
-    assert evict.apply_victims.targetoptions.get("_nrt", True) is not False
+    from kvoffload.impl.core import batch, evict, ghosts, heap, lists, marks, ops, s3fifo, sieve, state, store, table
+    from kvoffload.impl.core.jit import kernel
+
+    modules = (batch, evict, ghosts, heap, lists, marks, ops, s3fifo, sieve, state, store, table)
+    compiled = [value for module in modules for value in vars(module).values() if hasattr(value, "targetoptions")]
+    assert len(compiled) > 40 and ops.touch in compiled and evict.apply_victims in compiled
+    assert all(function.targetoptions.get("_nrt") is False for function in compiled)
+
+    def allocates(n):  # type: ignore[no-untyped-def]
+        return np.empty(n)[0]
+
+    with pytest.raises(TypingError):
+        kernel()(allocates)(3)
 
 
 def test_result_codes_are_distinct_from_counts_and_each_other() -> None:
@@ -88,6 +96,15 @@ def test_unknown_compile_mode_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("KVOFFLOAD_COMPILE", "sometimes")
     with pytest.raises(ValueError, match="KVOFFLOAD_COMPILE"):
         runtime.mode()
+
+
+def _io(manager: CPUOffloadingManager) -> Any:
+    """``io`` less the one slot that differs between managers by design: the address of
+    each one's own hash objects (``layout.INFO_OBJECTS``)."""
+    io = manager._io.copy()
+    assert io[layout.INFO_OBJECTS] == manager._objects.ctypes.data
+    io[layout.INFO_OBJECTS] = 0
+    return io
 
 
 def _call(build: Any, manager: CPUOffloadingManager, hashes: list[bytes]) -> int:
@@ -121,7 +138,7 @@ def test_twin_and_compiled_builds_answer_and_change_state_identically(policy: st
                 side._out(layout.IO_OUT_A)[: len(flags)] = flags
         results = {_call(runtime.twin(name), twin_side, hashes), _call(runtime.compiled(name), compiled_side, hashes)}
         assert len(results) == 1, (name, results)
-        for mine, theirs in zip(twin_side._state + (twin_side._io,), compiled_side._state + (compiled_side._io,)):
+        for mine, theirs in zip(twin_side._state + (_io(twin_side),), compiled_side._state + (_io(compiled_side),)):
             assert np.array_equal(mine, theirs), name
         result = results.pop()
         if name == "prepare_store" and result > 0:
@@ -168,6 +185,9 @@ def test_restore_state_returns_to_the_copy_and_answers_as_it(policy: str) -> Non
     _store_and_read(manager, [rng.randbytes(64), *pool[::-1]], rng)  # ARC: ghosts come back, ``p`` moves
     assert policy != "arc" or manager.arc_target != expected.arc_target
     manager.restore_state(snapshot)
+    # Eviction's prefetches read each manager's own hash objects at the address io holds.
+    assert [side._io[layout.INFO_OBJECTS] for side in (manager, snapshot, expected)] == [
+        side._objects.ctypes.data for side in (manager, snapshot, expected)]
     assert manager.logical_state() == expected.logical_state()
     assert all(np.array_equal(mine, theirs) for mine, theirs in zip(manager._state, expected._state))
     calls = [*pool[5:], rng.randbytes(40)]

@@ -236,6 +236,7 @@ class CPUOffloadingManager(OffloadingManager):
                 np.copyto(mine, theirs)
             else:  # key rows widened on one side (a long hash): the snapshot's rows, copied
                 setattr(self, name, theirs.copy())
+                self._bind_io()  # a new array: eviction's prefetches read ``_objects`` where ``io`` says
         self._events = list(snapshot._events)
 
     def same_state(self, snapshot: CPUOffloadingManager) -> bool:
@@ -262,8 +263,10 @@ class CPUOffloadingManager(OffloadingManager):
             self._bind_io()
 
     def _bind_io(self) -> None:
-        """Views of ``io``'s result arrays, made once per ``io`` rather than per call."""
+        """Views of ``io``'s result arrays, made once per ``io`` rather than per call, and
+        the address of ``_objects`` for eviction's prefetches (``layout.INFO_OBJECTS``)."""
         self._out_a, self._out_b, self._out_c = (self._out(k) for k in (L.IO_OUT_A, L.IO_OUT_B, L.IO_OUT_C))
+        self._io[L.INFO_OBJECTS] = self._objects.ctypes.data
 
     def _out(self, k: int) -> I64:
         """Per-hash array ``k`` of ``io`` (``layout.IO_LENS``, ``IO_OUT_A`` …) of the last call."""

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import kernel, leaf
+from .jit import kernel
 from .layout import GATHER_BAD, GATHER_WIDE
 from .pyobj import BYTES_DATA, LIST_ITEMS, OB_SIZE, OB_TYPE, peek
 
 __all__ = ["GATHER_BAD", "GATHER_WIDE", "gather"]
 
 
-@leaf()
+@kernel()
 def gather(addr, n, q, lens, bytes_type):  # type: ignore[no-untyped-def]
     """Read ``n`` elements of the list at ``addr`` into ``q``/``lens``; 0 or a GATHER_ code.
 

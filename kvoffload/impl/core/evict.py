@@ -25,7 +25,7 @@ import numpy as np
 
 from .ghosts import g_append, g_drop, gslot
 from .heap import heap_push, heap_remove, heap_top
-from .jit import kernel, leaf
+from .jit import kernel
 from .layout import (
     B1,
     CAP,
@@ -36,6 +36,7 @@ from .layout import (
     GHOST_SIZE,
     HS0,
     INFO_GHOST_CURSORS,
+    INFO_OBJECTS,
     LIST_HEAD,
     LIST_T1,
     LIST_T2,
@@ -53,13 +54,14 @@ from .layout import (
 )
 from .lists import l_prepend, l_unlink, lslot
 from .state import ghost_tags, scratch, unpack, unpack_io
-from .table import _LO32, _U32, home, node_tag, prefetch, slot_of, table_delete
+from .pyobj import peek
+from .table import _LO32, _U32, home, node_tag, prefetch, prefetch_at, slot_of, table_delete
 
 __all__ = ["evict"]
 
 
 # --------------------------------------------------------------------------- 1. protect
-@leaf()
+@kernel()
 def protect(nodes, cap, lst, ref, prot):  # type: ignore[no-untyped-def]
     """Mark the batch's present blocks unevictable (M5.4); the number of them that are idle."""
     idle = 0
@@ -72,7 +74,7 @@ def protect(nodes, cap, lst, ref, prot):  # type: ignore[no-untyped-def]
     return idle
 
 
-@leaf()
+@kernel()
 def unprotect(nodes, cap, prot):  # type: ignore[no-untyped-def]
     """Undo :func:`protect`."""
     for i in range(nodes.shape[0]):
@@ -82,7 +84,7 @@ def unprotect(nodes, cap, prot):  # type: ignore[no-untyped-def]
 
 
 # --------------------------------------------------------------------------- 2. choose
-@leaf()
+@kernel()
 def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[no-untyped-def]
     """Least-recent unprotected block of heap ``h`` (protected tops are set aside in ``side``)."""
     while True:
@@ -94,7 +96,7 @@ def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[
         ns += 1
 
 
-@leaf()
+@kernel()
 def _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl):  # type: ignore[no-untyped-def]
     """Head of list ``h`` after parking its non-evictable head blocks (for good: they come
     back through the heap) and setting its protected idle ones aside in ``lside``."""
@@ -113,7 +115,7 @@ def _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl):  # type:
             return nd, nl
 
 
-@leaf()
+@kernel()
 def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """Oldest unprotected eligible block of list ``h`` (L3, A4), or -1: ``(node, ns, nl)``."""
     m, nl = _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl)
@@ -123,7 +125,7 @@ def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, 
     return m, ns, nl
 
 
-@leaf()
+@kernel()
 def pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """P5: the policy's next victim ``(node, list id, ns, nl)``; LRU: the oldest of its list;
     ARC (A4): T1's oldest while |T1| (less victims taken from it) >= floor(p), else T2's."""
@@ -188,15 +190,21 @@ _AHEAD = 8
 _RING = 2 * _AHEAD
 
 
-@leaf()
+@kernel()
 def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift,  # type: ignore[no-untyped-def]
-                     out_vic, from_list, j, vtags, nxt):
-    """Victim ``j``'s tag (from its row) into ``vtags[j % _RING]``, prefetching its home slot and,
-    for ARC and S3-FIFO, the ghost its trim may drop (``nxt``: the next such ghost of B1 / B2)."""
+                     out_vic, from_list, j, vtags, nxt, objects):
+    """Victim ``j``'s tag (from its row) into ``vtags[j % _RING]``, prefetching its home slot,
+    its hash object's header (``objects``: ``layout.INFO_OBJECTS``; its slot there was
+    prefetched ``_AHEAD`` victims earlier) and, for ARC and S3-FIFO, the ghost its trim may
+    drop (``nxt``: the next such ghost of B1 / B2)."""
     tm = np.uint64(table.shape[0] - 1)
     t = node_tag(keys, out_vic[j])
     vtags[j % _RING] = t
-    prefetch(table, home(t, shift, tm))
+    hv = home(t, shift, tm)
+    prefetch(table, hv)
+    prefetch(table, (hv + 8) & np.int64(tm))
+    if objects != 0:
+        prefetch_at(peek(objects + 8 * out_vic[j]))
     if meta[NODES] == meta[CAP]:  # no ghosts (LRU, SIEVE)
         return
     g = from_list[j]
@@ -204,14 +212,16 @@ def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift,  # type:
     if c < 0:
         return
     x = c - meta[CAP]
-    prefetch(table, home(np.uint64(gtag[x]) & _LO32, shift, tm))
+    hs = home(np.uint64(gtag[x]) & _LO32, shift, tm)
+    prefetch(table, hs)
+    prefetch(table, (hs + 8) & np.int64(tm))
     prefetch(keys, c)
     prefetch(lst, c)
     prefetch(gprev, x)
     nxt[g] = gnext[x]
 
 
-@leaf()
+@kernel()
 def _copy_row(keys, dst, src):  # type: ignore[no-untyped-def]
     """Row ``dst`` of ``keys`` := row ``src``."""
     for j in range(keys.shape[1]):
@@ -219,21 +229,35 @@ def _copy_row(keys, dst, src):  # type: ignore[no-untyped-def]
 
 
 @kernel()
-def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list, vtags, nxt):  # type: ignore[no-untyped-def]
+def _prefetch_object_slot(objects, out_vic, j):  # type: ignore[no-untyped-def]
+    """Victim ``j``'s slot in the manager's array of hash objects (0: none), read ``_AHEAD``
+    victims later by ``_prefetch_victim``."""
+    if objects != 0:
+        prefetch_at(objects + 8 * out_vic[j])
+
+
+@kernel()
+def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list, vtags, nxt, objects):  # type: ignore[no-untyped-def]
     """Free the ``n`` chosen blocks (LRU: forget their hashes; ARC: keep them as ghosts).
-    ``vtags`` (at least ``min(n, _RING)`` long) and ``nxt`` (2) are scratch."""
+    ``vtags`` (at least ``min(n, _RING)`` long) and ``nxt`` (2) are scratch; ``objects``:
+    ``layout.INFO_OBJECTS``."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     cap = meta[CAP]
     shift = np.uint64(meta[SHIFT])
     gtag = ghost_tags(a32, meta)
     nxt[0] = meta[gslot(0, GHOST_HEAD)]  # prefetch hints only
     nxt[1] = meta[gslot(1, GHOST_HEAD)]
+    for j in range(min(2 * _AHEAD, n)):
+        _prefetch_object_slot(objects, out_vic, j)
     for j in range(min(_AHEAD, n)):
-        _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift, out_vic, from_list, j, vtags, nxt)
+        _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift, out_vic, from_list, j, vtags, nxt,
+                         objects)
     for k in range(n):
+        if k + 2 * _AHEAD < n:
+            _prefetch_object_slot(objects, out_vic, k + 2 * _AHEAD)
         if k + _AHEAD < n:
             _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift, out_vic, from_list, k + _AHEAD,
-                             vtags, nxt)
+                             vtags, nxt, objects)
         nd = out_vic[k]
         tag = vtags[k % _RING]
         s = slot_of(table, shift, tag, nd)
@@ -289,6 +313,6 @@ def evict(table, keys, a64, a32, a8, pf, nodes, n, out_vic, io):  # type: ignore
     unprotect(nodes, cap, prot)
     info = unpack_io(io)[0]
     apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list, work[6],
-                  info[INFO_GHOST_CURSORS : INFO_GHOST_CURSORS + 2])
+                  info[INFO_GHOST_CURSORS : INFO_GHOST_CURSORS + 2], info[INFO_OBJECTS])
     return n
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import kernel, leaf
+from .jit import kernel
 from .layout import B1, CAP, FREE, GHOST_HEAD, GHOST_SIZE, GHOST_TAIL, NGFREE, SHIFT, ghost_slot
 from .table import _LO32, slot_of, table_delete
 
@@ -18,7 +18,7 @@ from .table import _LO32, slot_of, table_delete
 gslot = kernel(inline="always")(ghost_slot)
 
 
-@leaf()
+@kernel()
 def g_unlink(gprev, gnext, meta, g, nd):  # type: ignore[no-untyped-def]
     """Take ghost ``nd`` out of ghost list ``g``."""
     cap = meta[CAP]
@@ -36,7 +36,7 @@ def g_unlink(gprev, gnext, meta, g, nd):  # type: ignore[no-untyped-def]
     meta[gslot(g, GHOST_SIZE)] -= 1
 
 
-@leaf()
+@kernel()
 def g_append(gprev, gnext, meta, g, nd):  # type: ignore[no-untyped-def]
     """Link ghost ``nd`` at the most recent end of ghost list ``g``."""
     cap = meta[CAP]
@@ -52,7 +52,7 @@ def g_append(gprev, gnext, meta, g, nd):  # type: ignore[no-untyped-def]
     meta[gslot(g, GHOST_SIZE)] += 1
 
 
-@leaf()
+@kernel()
 def g_drop(table, meta, lst, gprev, gnext, gfree, gtag, nd, slot):  # type: ignore[no-untyped-def]
     """A1, A5: forget ghost ``nd`` (at table slot ``slot``, or -1 to find it by its stored tag)."""
     g_unlink(gprev, gnext, meta, lst[nd] - B1, nd)

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import kernel, leaf
+from .jit import kernel
 from .layout import CAP, HS0, IN_LIST
 
 
-@leaf()
+@kernel()
 def _hp(h, i, cap):  # type: ignore[no-untyped-def]
     """Array index of heap ``h``'s position ``i`` (T2's heap grows from the far end)."""
     return i if h == 0 else cap - 1 - i
 
 
-@leaf()
+@kernel()
 def _sift_up(hts, hnode, hpos, h, i, cap, t, nd):  # type: ignore[no-untyped-def]
     while i > 0:
         par = (i - 1) >> 2
@@ -39,7 +39,7 @@ def _sift_up(hts, hnode, hpos, h, i, cap, t, nd):  # type: ignore[no-untyped-def
     hpos[nd] = i
 
 
-@leaf()
+@kernel()
 def _sift_down(hts, hnode, hpos, h, i, size, cap, t, nd):  # type: ignore[no-untyped-def]
     while True:
         c = 4 * i + 1
@@ -68,7 +68,7 @@ def _sift_down(hts, hnode, hpos, h, i, size, cap, t, nd):  # type: ignore[no-unt
     hpos[nd] = i
 
 
-@leaf()
+@kernel()
 def heap_push(hts, hnode, hpos, ts, meta, h, nd):  # type: ignore[no-untyped-def]
     """Add block ``nd`` to heap ``h`` at its own stamp."""
     cap = meta[CAP]
@@ -77,7 +77,7 @@ def heap_push(hts, hnode, hpos, ts, meta, h, nd):  # type: ignore[no-untyped-def
     _sift_up(hts, hnode, hpos, h, size, cap, ts[nd], nd)
 
 
-@leaf()
+@kernel()
 def heap_remove(hts, hnode, hpos, meta, h, nd):  # type: ignore[no-untyped-def]
     """Take block ``nd`` out of heap ``h`` (its ``hpos`` becomes ``IN_LIST``; the caller re-files it)."""
     cap = meta[CAP]
@@ -96,7 +96,7 @@ def heap_remove(hts, hnode, hpos, meta, h, nd):  # type: ignore[no-untyped-def]
         _sift_down(hts, hnode, hpos, h, i, size, cap, t, x)
 
 
-@leaf()
+@kernel()
 def heap_top(hnode, meta, h):  # type: ignore[no-untyped-def]
     """The least recent block of heap ``h`` (-1 if empty)."""
     if meta[HS0 + h] == 0:

@@ -15,30 +15,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TWIN", "kernel", "leaf"]
+__all__ = ["TWIN", "kernel"]
 
 #: True in the plain-Python twin of the package.
 TWIN: bool = ".twin." in __name__
 
 
 def kernel(**options: Any) -> Callable[[Any], Any]:
-    """``@kernel()``: ``njit(cache=True, **options)``, or the function itself in the twin."""
+    """``@kernel()``: ``njit(cache=True, **options)`` compiled without reference counting
+    (numba's ``_nrt=False``), or the function itself in the twin.
+
+    Why no reference counting: nothing in the core allocates an array or keeps one past
+    a call (every array is the manager's, or a view of one, and the manager holds them
+    for the call), and the counting costs. A counted function increments and decrements
+    the count of every array it takes (an atomic, out-of-line ``NRT_incref`` /
+    ``NRT_decref``), and so does every IR-inlined function inside it: ~30 ns per block in
+    a per-block loop of list or table helpers under numba 0.68. An entry point called
+    from Python paid more: unboxing each array argument made a counted wrapper of it, an
+    allocation (an entry point with 1 hash: 431 ns per call counted, 188 not). Compiled
+    without it, numba refuses any allocation at compile time, so none can creep in."""
     if TWIN:
         return lambda function: function
     from ..jitcache import cached_njit
 
-    return cached_njit(**options)
-
-
-def leaf(**options: Any) -> Callable[[Any], Any]:
-    """``@leaf()``: a :func:`kernel` compiled without reference counting (numba's
-    ``_nrt=False``), for a function that allocates no array and returns none (it may
-    call other leaves, never a function that returns an array).
-
-    Why: a compiled function that takes arrays increments and decrements each one's
-    reference count (an atomic, out-of-line ``NRT_incref`` / ``NRT_decref``) on every
-    call, and so does every IR-inlined one (``inline="always"``) inside a counting caller:
-    ~30 ns per block in a per-block loop calling list or table helpers, more than the
-    work itself, under numba 0.68 (the dev environment; vLLM's 0.65 showed no such cost).
-    A leaf has none (its caller holds the arrays for the call)."""
-    return kernel(_nrt=False, **options)
+    return cached_njit(_nrt=False, **options)

@@ -9,14 +9,15 @@ maximum stamp and unlinks keep the order, so the head is the list's oldest block
 
 from __future__ import annotations
 
-from .jit import kernel, leaf
+from .jit import kernel
 from .layout import LIST_HEAD, LIST_TAIL, list_slot
 
 #: ``lslot(h, part)``: ``layout.list_slot`` for compiled code.
 lslot = kernel(inline="always")(list_slot)
 
 
-def _append(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
+@kernel()
+def l_append(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     """Link ``nd`` at the most recent end of list ``h``."""
     tail = meta[lslot(h, LIST_TAIL)]
     bprev[nd] = tail
@@ -28,7 +29,8 @@ def _append(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     meta[lslot(h, LIST_TAIL)] = nd
 
 
-def _prepend(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
+@kernel()
+def l_prepend(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     """Link ``nd`` at the least recent end of list ``h``."""
     head = meta[lslot(h, LIST_HEAD)]
     bnext[nd] = head
@@ -40,7 +42,8 @@ def _prepend(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     meta[lslot(h, LIST_HEAD)] = nd
 
 
-def _unlink(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
+@kernel()
+def l_unlink(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     """Take ``nd`` out of list ``h``."""
     p = bprev[nd]
     nx = bnext[nd]
@@ -53,9 +56,3 @@ def _unlink(bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     else:
         meta[lslot(h, LIST_TAIL)] = p
 
-
-# Leaves (``jit.leaf``): no reference-count round trip per call, which a per-block loop
-# would pay for each of the three arrays.
-l_append = leaf()(_append)
-l_prepend = leaf()(_prepend)
-l_unlink = leaf()(_unlink)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .ghosts import g_append, g_unlink
 from .heap import heap_push, heap_remove
-from .jit import kernel, leaf
+from .jit import kernel
 from .layout import (
     B1,
     B2,
@@ -72,7 +72,7 @@ def lookup(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-un
     return find_into(table, keys, meta, lst, ref, q, lens, n, tags, nodes, slots, True)
 
 
-@leaf()
+@kernel()
 def _first_unloadable(nodes, lst, ref, n, info):  # type: ignore[no-untyped-def]
     """M2, M3: index of the first absent (info[1] = 0) or pending (1) hash, or -1."""
     for i in range(n):
@@ -107,7 +107,7 @@ def prepare_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore
     return n
 
 
-@leaf()
+@kernel()
 def _release(nodes, lst, ref, n, step):  # type: ignore[no-untyped-def]
     """Add ``step`` to the ref count of every present block of the batch, per occurrence;
     the number of blocks that end at 0 (counted once each, as counts only fall)."""
@@ -145,7 +145,7 @@ def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
     return n
 
 
-@leaf()
+@kernel()
 def _touch_ghost(meta, pf, gprev, gnext, nd, g):  # type: ignore[no-untyped-def]
     """A3: a hit on ghost list ``g`` adapts ``p`` (B1 grows it, B2 shrinks it); the ghost
     becomes its list's most recent."""
@@ -166,7 +166,7 @@ RENEW_TOUCH = 0
 RENEW_FINISH = 1
 
 
-@leaf()  # one call per batch: the loop body lives once for touch and arc_finish
+@kernel()  # one call per batch: the loop body lives once for touch and arc_finish
 def _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,  # type: ignore[no-untyped-def]
                nodes, n, out_a, rule, arc):
     """P4: the batch's blocks last to first; each leaves its place (its list, or the

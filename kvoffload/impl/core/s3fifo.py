@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .evict import candidate
 from .heap import heap_push, heap_remove
-from .jit import kernel, leaf
+from .jit import kernel
 from .layout import CLOCK, ELIG, HS0, IN_LIST, LIST_HEAD, LIST_T1, LIST_T2, LIST_TAIL, N1, SMALL, T1, T2
 from .lists import l_append, l_prepend, l_unlink, lslot
 from .marks import marks_of
@@ -27,7 +27,7 @@ from .table import prefetch
 __all__ = ["s3fifo_choose"]
 
 
-@leaf()
+@kernel()
 def _take(hts, hnode, hpos, bprev, bnext, meta, h, nd):  # type: ignore[no-untyped-def]
     """Take block ``nd`` out of list ``h`` or its heap."""
     if hpos[nd] >= 0:
@@ -36,7 +36,7 @@ def _take(hts, hnode, hpos, bprev, bnext, meta, h, nd):  # type: ignore[no-untyp
         l_unlink(bprev, bnext, meta, h, nd)
 
 
-@leaf()
+@kernel()
 def _to_main(ts, hpos, lst, bprev, bnext, meta, nd):  # type: ignore[no-untyped-def]
     """Append ``nd`` (taken out of its list) at M's newest end with a new stamp."""
     if lst[nd] == T1:
@@ -49,7 +49,7 @@ def _to_main(ts, hpos, lst, bprev, bnext, meta, nd):  # type: ignore[no-untyped-
     l_append(bprev, bnext, meta, LIST_T2, nd)
 
 
-@leaf()
+@kernel()
 def _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, h):  # type: ignore[no-untyped-def]
     """F5 for a run of used blocks at the head of list ``h`` (S: promoted, mark cleared; M:
     aged, mark less one), as many ``_take`` + ``_to_main`` steps one block at a time would
@@ -89,7 +89,7 @@ def _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, h):  # type: ignore
     meta[N1 + LIST_T2] += moved
 
 
-@leaf()
+@kernel()
 def _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """F5 on S: its oldest eligible block leaves if unused, or moves to M (runs of used
     blocks at S's head at once): ``(victim or -1 if S has no eligible block, ns, nl)``."""
@@ -111,7 +111,7 @@ def _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, met
         _to_main(ts, hpos, lst, bprev, bnext, meta, e)
 
 
-@leaf()
+@kernel()
 def _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, e, side, ns, lside, nl):  # type: ignore[no-untyped-def]
     """F5 on M (CLOCK): a used block loses one count and goes to M's newest end (runs of
     them at M's head at once) until an unused one leaves: ``(victim, ns, nl)``. ``e``: M's
@@ -134,10 +134,7 @@ def _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta
 @kernel()
 def s3fifo_choose(a64, a32, a8, keys, n, out_vic, from_list, side, lside):  # type: ignore[no-untyped-def]
     """F5: take ``n`` victims (their list ids in ``from_list``; the caller checked that
-    ``n`` eligible blocks exist), promoting and ageing on the way; marks of victims cleared.
-    The walks are leaves (``jit.leaf``): a counted call per block would cost a
-    reference-count round trip per array argument, and each victim moves blocks of S and
-    M on the way."""
+    ``n`` eligible blocks exist), promoting and ageing on the way; marks of victims cleared."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     marks = marks_of(a8, meta)
     ns = 0

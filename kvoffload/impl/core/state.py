@@ -3,8 +3,8 @@
 ``q`` (uint64 rows, the batch's words) and ``io`` (int64): ``info[IO_INFO]`` |
 ``lens[B]`` | ``out_a[B]`` | ``out_b[B]`` | ``out_c[B]`` | scratch (``scratch``) for
 batches of up to ``B`` hashes (``layout.io_size``). The unpacking functions are inlined
-(numba IR) into each entry point, so that the views' reference counts pair up inside it
-and numba's pruning drops them, instead of a call returning a tuple of counted views.
+(numba IR) into each entry point, rather than called: a call would return its tuple of
+a dozen views through memory.
 With ``addr != 0`` an entry point first reads the caller's list at ``addr`` into
 ``q``/``lens`` (``batch.gather``); with ``addr == 0`` the caller packed them.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .batch import GATHER_BAD, GATHER_WIDE, gather
-from .jit import kernel, leaf
+from .jit import kernel
 from .layout import (
     BNEXT,
     BPREV,
@@ -122,7 +122,7 @@ def scratch(io):  # type: ignore[no-untyped-def]
     )
 
 
-@leaf()
+@kernel()
 def load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
     """Widest row in words (>= 1), or a GATHER_ code; reads the list at ``addr`` if non-zero."""
     if n > lens.shape[0] or n > q.shape[0] or n <= 0:
@@ -141,7 +141,7 @@ def load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
     return widest
 
 
-@leaf()
+@kernel()
 def find_into(table, keys, meta, lst, ref, q, lens, n, tags, nodes, slots, prefix):  # type: ignore[no-untyped-def]
     """``tags``, ``nodes`` and ``slots`` of the batch (``table.find_batch``); ``n``, or with
     ``prefix`` (M1) the index of the first hash that is not ready, where it stopped."""

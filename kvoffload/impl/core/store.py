@@ -7,7 +7,7 @@ import numpy as np
 
 from .evict import evict
 from .ghosts import g_drop
-from .jit import kernel, leaf
+from .jit import kernel
 from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
 from .state import find_all, ghost_tags, load, scratch, unpack, unpack_io
@@ -16,7 +16,7 @@ from .table import _P1, _U32, find, home, prefetch, row_head
 __all__ = ["prepare_store"]
 
 
-@leaf()
+@kernel()
 def _same_row(q, lens, i, j):  # type: ignore[no-untyped-def]
     """Batch hashes ``i`` and ``j`` are equal."""
     if lens[j] != lens[i]:
@@ -27,7 +27,7 @@ def _same_row(q, lens, i, j):  # type: ignore[no-untyped-def]
     return True
 
 
-@leaf()
+@kernel()
 def select_absent(nodes, lst, tags, q, lens, n, out_idx, seen):  # type: ignore[no-untyped-def]
     """M5.1: batch indices of the absent hashes (ghosts count as absent, A1), first
     occurrence only, into ``out_idx``; their count. ``seen`` (``state.scratch``, at
@@ -57,7 +57,7 @@ def select_absent(nodes, lst, tags, q, lens, n, out_idx, seen):  # type: ignore[
     return m
 
 
-@leaf()
+@kernel()
 def _copy_key(keys, b, q, i, length, tag):  # type: ignore[no-untyped-def]
     """Row ``b`` of ``keys`` := ``[row_head(length, tag), words of batch hash i, zeros]``."""
     keys[b, 0] = row_head(length, tag)
@@ -68,7 +68,7 @@ def _copy_key(keys, b, q, i, length, tag):  # type: ignore[no-untyped-def]
         keys[b, j] = 0
 
 
-@leaf()
+@kernel()
 def _index(table, shift, tag, start, b):  # type: ignore[no-untyped-def]
     """Put block ``b`` under ``tag`` in the first empty slot from ``start`` on."""
     tmask = table.shape[0] - 1

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .jit import TWIN, kernel, leaf
+from .jit import TWIN, kernel
 from .layout import HALF_BITS, LOW_HALF, T2
 
 _P1 = np.uint64(0x9E3779B97F4A7C15)
@@ -23,16 +23,24 @@ _LO32 = np.uint64(LOW_HALF)
 _U32 = np.uint64(HALF_BITS)
 
 
-def _compiled_prefetch() -> Any:
-    """``prefetch(array, i)`` for compiled code: an LLVM prefetch of that element's line."""
+def _compiled_prefetches() -> tuple[Any, Any]:
+    """``(prefetch, prefetch_at)`` for compiled code: an LLVM prefetch of the line of element
+    ``i`` of an array, or of the line at an address (hints: they never fault)."""
     from llvmlite import ir  # type: ignore[import-untyped]
     from numba import types
     from numba.core import cgutils
     from numba.extending import intrinsic
 
+    def emit(builder: Any, address: Any) -> None:
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        name = "llvm.prefetch." + ("p0" if str(i8p) == "ptr" else "p0i8")  # opaque or typed pointers
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), name)  # type: ignore[no-untyped-call]
+        builder.call(fn, [builder.inttoptr(address, i8p), i32(0), i32(3), i32(1)])
+
     @intrinsic
     def _prefetch_impl(typingctx, ary, i):  # type: ignore[no-untyped-def]
-        """Prefetch the cache line of row/element ``i`` of ``ary`` (a hint: never faults)."""
+        """Prefetch the cache line of row/element ``i`` of ``ary``."""
         if not isinstance(ary, types.Array) or not isinstance(i, types.Integer):
             return None
         sig = types.void(ary, i)
@@ -41,29 +49,43 @@ def _compiled_prefetch() -> Any:
             a = context.make_array(signature.args[0])(context, builder, args[0])
             idx = context.cast(builder, args[1], signature.args[1], types.intp)
             stride = builder.extract_value(a.strides, 0)
-            i64 = ir.IntType(64)
-            addr = builder.add(builder.ptrtoint(a.data, i64), builder.mul(idx, stride))
-            i8p = ir.IntType(8).as_pointer()
-            i32 = ir.IntType(32)
-            name = "llvm.prefetch." + ("p0" if str(i8p) == "ptr" else "p0i8")  # opaque or typed pointers
-            fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), name)  # type: ignore[no-untyped-call]
-            builder.call(fn, [builder.inttoptr(addr, i8p), i32(0), i32(3), i32(1)])
+            emit(builder, builder.add(builder.ptrtoint(a.data, ir.IntType(64)), builder.mul(idx, stride)))
             return context.get_dummy_value()
 
         return sig, codegen
 
-    return _prefetch_impl
+    @intrinsic
+    def _prefetch_at_impl(typingctx, address):  # type: ignore[no-untyped-def]
+        """Prefetch the cache line at ``address`` (another object's memory: any address)."""
+        if not isinstance(address, types.Integer):
+            return None
+        sig = types.void(address)
+
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            emit(builder, context.cast(builder, args[0], signature.args[0], types.int64))
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return _prefetch_impl, _prefetch_at_impl
 
 
 def _twin_prefetch(ary: Any, i: Any) -> None:
     """The twin's ``prefetch``: a hint, so nothing."""
 
 
-#: ``prefetch(array, i)`` (typed ``Any`` for mypy: numba intrinsics are untyped).
-prefetch: Any = _twin_prefetch if TWIN else _compiled_prefetch()
+def _twin_prefetch_at(address: Any) -> None:
+    """The twin's ``prefetch_at``: a hint, so nothing."""
 
 
-@leaf(inline="always")  # numba IR inlining: LLVM left it a call (~4 ns per hash)
+#: ``prefetch(array, i)`` and ``prefetch_at(address)`` (typed ``Any`` for mypy: numba
+#: intrinsics are untyped).
+prefetch: Any
+prefetch_at: Any
+prefetch, prefetch_at = (_twin_prefetch, _twin_prefetch_at) if TWIN else _compiled_prefetches()
+
+
+@kernel(inline="always")  # numba IR inlining: LLVM left it a call (~4 ns per hash)
 def fingerprint(words, row, col0, length, mask):  # type: ignore[no-untyped-def]
     """64-bit fingerprint of one hash (``words[row, col0:]``, ``length`` bytes)."""
     acc = np.uint64(length) * _P1
@@ -96,7 +118,7 @@ def row_head(length, tag):  # type: ignore[no-untyped-def]
     return (tag << _U32) | np.uint64(length)
 
 
-@leaf()
+@kernel()
 def same_key(keys, nd, q, i, length, tag):  # type: ignore[no-untyped-def]
     """Full comparison of stored hash ``nd`` and batch hash ``i`` of tag ``tag`` (I8)."""
     if keys[nd, 0] != row_head(length, tag):
@@ -107,7 +129,7 @@ def same_key(keys, nd, q, i, length, tag):  # type: ignore[no-untyped-def]
     return True
 
 
-@leaf()
+@kernel()
 def probe(table, keys, q, i, length, tag, s):  # type: ignore[no-untyped-def]
     """(slot, node) of batch hash ``i``, probing from slot ``s`` on (its home slot, or a later
     slot of its probe with no match before it); node -1 and the empty slot ending the probe
@@ -124,25 +146,25 @@ def probe(table, keys, q, i, length, tag, s):  # type: ignore[no-untyped-def]
         s = (s + 1) & m
 
 
-@leaf()
+@kernel()
 def find(table, keys, shift, q, i, length, tag):  # type: ignore[no-untyped-def]
     """(slot, node) of batch hash ``i``; node -1 and the empty slot ending the probe if absent."""
     return probe(table, keys, q, i, length, tag, home(tag, shift, np.uint64(table.shape[0] - 1)))
 
 
-@leaf()
+@kernel()
 def unready(nd, lst, ref):  # type: ignore[no-untyped-def]
     """M1, M2: node ``nd`` (-1: absent) is no ready block: absent, a ghost, or pending."""
     return nd < 0 or lst[nd] > T2 or ref[nd] < 0
 
 
-@leaf()
+@kernel()
 def node_tag(keys, nd):  # type: ignore[no-untyped-def]
     """Table tag of stored hash ``nd`` (kept in its row: ``row_head``)."""
     return keys[nd, 0] >> _U32
 
 
-@leaf()
+@kernel()
 def slot_of(table, shift, tag, nd):  # type: ignore[no-untyped-def]
     m = table.shape[0] - 1
     s = home(tag, shift, np.uint64(m))
@@ -152,7 +174,7 @@ def slot_of(table, shift, tag, nd):  # type: ignore[no-untyped-def]
     return s
 
 
-@leaf()
+@kernel()
 def table_delete(table, shift, s):  # type: ignore[no-untyped-def]
     """Remove slot ``s``, shifting later entries of its cluster back (no tombstones)."""
     m = table.shape[0] - 1
@@ -181,7 +203,7 @@ def table_delete(table, shift, s):  # type: ignore[no-untyped-def]
 STAGE_DISTANCE = 8
 
 
-@leaf()
+@kernel()
 def _find_home(table, shift, mask, q, lens, i, tags, slots):  # type: ignore[no-untyped-def]
     """Stage 1: batch hash ``i``'s tag and home slot; prefetch that slot."""
     t = tag_of(fingerprint(q, i, 0, lens[i], mask))
@@ -191,7 +213,7 @@ def _find_home(table, shift, mask, q, lens, i, tags, slots):  # type: ignore[no-
     prefetch(table, s)
 
 
-@leaf()
+@kernel()
 def _find_candidate(table, keys, i, tags, slots, lst, ref):  # type: ignore[no-untyped-def]
     """Stage 2: probe to the first tag match or empty slot; prefetch the match's row."""
     m = table.shape[0] - 1
@@ -210,7 +232,7 @@ def _find_candidate(table, keys, i, tags, slots, lst, ref):  # type: ignore[no-u
         prefetch(ref, c)  # a ghost's index lies past ``ref``: a hint only, never read
 
 
-@leaf()
+@kernel()
 def _find_exact(table, keys, q, lens, i, tags, slots, nodes):  # type: ignore[no-untyped-def]
     """Stage 3: the full comparison (I8), resuming the probe exactly where stage 2 stopped."""
     s, nd = probe(table, keys, q, i, lens[i], tags[i], slots[i])
@@ -218,7 +240,7 @@ def _find_exact(table, keys, q, lens, i, tags, slots, nodes):  # type: ignore[no
     nodes[i] = nd
 
 
-@leaf()
+@kernel()
 def find_batch(table, keys, shift, mask, q, lens, n,  # type: ignore[no-untyped-def]
                tags, nodes, slots, lst, ref, prefix):
     """``find`` for batch hashes ``0 … n-1``, overlapping cache misses; returns ``n``, or with
