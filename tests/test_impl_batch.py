@@ -32,8 +32,10 @@ def test_gather_matches_numpy_pack_on_random_lengths() -> None:
         hashes = [rng.randbytes(rng.randint(1, 70)) for _ in range(rng.randint(1, 40))]
         q1 = np.full((64, 9), 7, np.uint64)
         lens1 = np.zeros(64, np.int64)
-        widest = _batch.gather(id(hashes), len(hashes), q1, lens1, id(bytes))
+        addrs = np.zeros(64, np.int64)
+        widest = _batch.gather(id(hashes), len(hashes), q1, lens1, addrs, id(bytes))
         assert widest == max((len(h) + 7) // 8 for h in hashes)
+        assert addrs[: len(hashes)].tolist() == [id(h) for h in hashes]  # the hints' keys
         q2 = np.zeros((64, 9), np.uint64)
         rows.pack(hashes, q2)
         assert lens1[: len(hashes)].tolist() == [len(h) for h in hashes]
@@ -49,12 +51,15 @@ def test_gather_refuses_odd_elements_and_wide_rows() -> None:
 
     q = np.zeros((8, 5), np.uint64)
     lens = np.zeros(8, np.int64)
+    addrs = np.zeros(8, np.int64)
     for bad in ([b"a", bytearray(b"b")], [b"a", Sub(b"b")], [b"a", b""], [b"a", "s"], [b"a", 3]):
-        assert _batch.gather(id(bad), len(bad), q, lens, id(bytes)) == _batch.GATHER_BAD
+        assert _batch.gather(id(bad), len(bad), q, lens, addrs, id(bytes)) == _batch.GATHER_BAD
     wide = [b"x" * 41]
-    assert _batch.gather(id(wide), 1, q, lens, id(bytes)) == _batch.GATHER_WIDE
+    assert _batch.gather(id(wide), 1, q, lens, addrs, id(bytes)) == _batch.GATHER_WIDE
     many = [b"x"] * 9
-    assert _batch.gather(id(many), 9, q, lens, id(bytes)) == _batch.GATHER_WIDE
+    assert _batch.gather(id(many), 9, q, lens, addrs, id(bytes)) == _batch.GATHER_WIDE
+    assert _batch.gather(id(many), 9, np.zeros((16, 5), np.uint64), np.zeros(16, np.int64), addrs,
+                         id(bytes)) == _batch.GATHER_WIDE  # more hashes than addresses fit
 
 
 @pytest.mark.parametrize("direct", [True, False])

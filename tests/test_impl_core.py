@@ -152,6 +152,60 @@ def test_twin_and_compiled_builds_answer_and_change_state_identically(policy: st
     twin_side.check_invariants()
 
 
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _hint_pair(manager: CPUOffloadingManager, block_hash: bytes) -> Any:
+    """The hint pair ``(object address, node)`` that ``layout.HINT_SLOTS`` keeps for
+    ``block_hash``'s object: a view of ``io``, at the slot its address maps to."""
+    slot = ((id(block_hash) * _GOLDEN) % 2**64) >> (64 - layout.HINT_BITS)
+    start = len(manager._io) - layout.IO_HINTS + 2 * slot
+    return manager._io[start : start + 2]
+
+
+@pytest.mark.parametrize("policy", ["lru", "arc"])
+def test_hints_are_only_guesses_checked_before_use(policy: str) -> None:
+    """A hint (``layout.HINT_SLOTS``: the node a hash object was last found at) names its
+    node after a lookup; forged hints (another live block, a ghost, a freed block whose row
+    still holds the hash, nodes out of range) change no answer and no state: two managers
+    in the same state, one with every hint of the calls' objects forged before each call,
+    answer every call alike and end byte for byte alike."""
+    runtime.wait()  # hints come with the compiled calls that read the list itself
+    rng = random.Random(8)
+    pool = [rng.randbytes(32) for _ in range(14)]
+    manager = CPUOffloadingManager(4, policy=policy)
+    stored = manager.prepare_store(pool[:4])
+    assert stored is not None
+    manager.complete_store(stored.block_hashes_to_store)
+    assert manager.lookup(pool[:1]) == 1
+    assert list(_hint_pair(manager, pool[0])) == [id(pool[0]), int(stored.store_spec.block_ids[0])]
+    forged = copy.deepcopy(manager)
+    nodes = len(manager._lst)
+    for _ in range(300):
+        hashes = rng.sample(pool, rng.randint(1, 4))
+        for block_hash in hashes:  # a guess of any node, or of none that exists
+            _hint_pair(forged, block_hash)[:] = (id(block_hash), rng.choice([-3, nodes, nodes + 7, *range(nodes)]))
+        name = rng.choice(["lookup", "touch", "prepare_store", "complete_store", "load"])
+        complete = rng.random() < 0.5
+        answers = []
+        for side in (manager, forged):
+            if name == "load":
+                hits = side.lookup(hashes)
+                answers.append(hits)
+                if hits:
+                    side.complete_load(hashes[:hits]) if side.prepare_load(hashes[:hits]) else None
+            elif name == "prepare_store":
+                out = side.prepare_store(hashes)
+                answers.append(None if out is None else (out.block_hashes_to_store, out.block_hashes_evicted))
+                if out is not None and complete:
+                    side.complete_store(out.block_hashes_to_store)
+            else:
+                answers.append(getattr(side, name)(hashes))
+        assert answers[0] == answers[1], name
+        assert all(np.array_equal(mine, theirs) for mine, theirs in zip(manager._state, forged._state))
+    forged.check_invariants()
+
+
 def _store_and_read(manager: CPUOffloadingManager, hashes: list[bytes], rng: random.Random) -> list[Any]:
     """A few calls of every kind on ``hashes`` (stores that evict, fail and succeed, loads,
     touches, lookups), their answers and events as plain values."""

@@ -17,14 +17,15 @@ __all__ = ["GATHER_BAD", "GATHER_WIDE", "gather"]
 
 
 @kernel()
-def gather(addr, n, q, lens, bytes_type):  # type: ignore[no-untyped-def]
-    """Read ``n`` elements of the list at ``addr`` into ``q``/``lens``; 0 or a GATHER_ code.
+def gather(addr, n, q, lens, addrs, bytes_type):  # type: ignore[no-untyped-def]
+    """Read ``n`` elements of the list at ``addr`` into ``q``/``lens`` and their addresses
+    into ``addrs``; 0 or a GATHER_ code.
 
-    Nothing but ``q`` and ``lens`` is written, and only rows ``< n`` (the caller made
-    ``q`` at least ``n`` rows long). Returns the widest row's word count on success.
+    Nothing but ``q``, ``lens`` and ``addrs`` is written, and only rows ``< n`` (the caller
+    made ``q`` at least ``n`` rows long). Returns the widest row's word count on success.
     """
     width = q.shape[1]
-    if n > q.shape[0] or n > lens.shape[0]:
+    if n > q.shape[0] or n > lens.shape[0] or n > addrs.shape[0]:
         return GATHER_WIDE
     items = peek(addr + LIST_ITEMS)
     widest = 0
@@ -49,4 +50,5 @@ def gather(addr, n, q, lens, bytes_type):  # type: ignore[no-untyped-def]
             last &= (np.uint64(1) << np.uint64(8 * rest)) - np.uint64(1)
         q[i, nw - 1] = last
         lens[i] = length
+        addrs[i] = obj
     return widest

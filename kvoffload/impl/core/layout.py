@@ -211,17 +211,28 @@ INFO_GHOST_CURSORS = 6
 # Scratch after the per-hash arrays: what an entry point would otherwise allocate on every
 # call (a numba allocation and its release cost ~0.1 us each; prepare_store made nine).
 # Per hash: tags (uint64 bits), nodes, slots (``state.find_all``), victim lists, heap
-# blocks set aside, list blocks set aside (``evict``), victim tags (``apply_victims``);
-# then ``store.select_absent``'s probe set: a power of two >= 2n slots, at most 4B + 8.
+# blocks set aside, list blocks set aside (``evict``), victim tags (``apply_victims``),
+# the hashes' object addresses (``batch.gather``; 0 where the caller packed the batch);
+# then ``store.select_absent``'s probe set: a power of two >= 2n slots, at most 4B + 8;
+# then the hints (``HINT_SLOTS``).
 # Each scratch array is followed by IO_PAD unused words: arrays a multiple of 4 KiB apart
 # (B = 256: 2 KiB each) made the CPU take a store to one for a store to the next (4K
 # aliasing: lookup +10% at n = 256).
-IO_SCRATCH = 7
+IO_SCRATCH = 8
 IO_PAD = 8
 IO_SEEN = 4
 IO_SEEN_FIXED = 8
+#: Hints at the end of ``io``: ``HINT_SLOTS`` pairs (a hash object's address, the node its
+#: hash was found at or stored in), slot chosen by the address (``table.hint_slot``). A
+#: hint only saves the fingerprint and the table probe of a hash object seen in a recent
+#: call (vLLM passes a request's same key objects to every call): it is used only after
+#: the node's row holds exactly that hash and the node is live, which is what the table
+#: would answer (I8), else the hash is looked up as if there were no hint.
+HINT_BITS = 10
+HINT_SLOTS = 1 << HINT_BITS
+IO_HINTS = 2 * HINT_SLOTS
 #: ``len(io) = IO_FIXED + IO_PER_HASH * B``: ``io_size`` builds it, ``state.batch_of`` reads B back.
-IO_FIXED = IO_INFO + IO_SCRATCH * IO_PAD + IO_SEEN_FIXED
+IO_FIXED = IO_INFO + IO_SCRATCH * IO_PAD + IO_SEEN_FIXED + IO_HINTS
 IO_PER_HASH = IO_ARRAYS + IO_SCRATCH + IO_SEEN
 
 

@@ -43,7 +43,7 @@ from .layout import (
 from .ghosts import gslot
 from .lists import l_append, l_unlink
 from .marks import touch_marks
-from .state import find_all, find_into, load, scratch, unpack, unpack_io
+from .state import find_all, find_into, load, unpack, unpack_io
 from .store import prepare_store
 from .table import find, fingerprint, table_delete, tag_of, unready
 
@@ -65,11 +65,10 @@ def lookup(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-un
     """M1: the number of leading hashes that are present and ready."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
-    w = load(addr, n, q, lens, meta)
+    w = load(addr, n, q, io, meta)
     if w < 0:
         return w
-    tags, nodes, slots, from_list, side, lside, vtags, seen = scratch(io)
-    return find_into(table, keys, meta, lst, ref, q, lens, n, tags, nodes, slots, True)
+    return find_into(table, keys, meta, lst, ref, q, io, n, True)
 
 
 @kernel()
@@ -89,10 +88,10 @@ def prepare_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore
     """M2: block ids in ``out_a``; ``MISS`` (info: index, 1 if pending) and no change on a miss."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
-    w = load(addr, n, q, lens, meta)
+    w = load(addr, n, q, io, meta)
     if w < 0:
         return w
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     if _first_unloadable(nodes, lst, ref, n, info) >= 0:
         return MISS
     for i in range(n):
@@ -126,10 +125,10 @@ def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
     """M3: ``MISS`` (info: index, kind, outstanding loads) and no change if not covered."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
-    w = load(addr, n, q, lens, meta)
+    w = load(addr, n, q, io, meta)
     if w < 0:
         return w
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     became_idle = _release(nodes, lst, ref, n, -1)
     bad = _first_unloadable(nodes, lst, ref, n, info)  # a count below 0: more releases than loads
     if bad >= 0:
@@ -206,10 +205,10 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
     """M4, P4, L2, A3: last hash first; F4, V4: ``marks.touch_marks``."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
-    w = load(addr, n, q, lens, meta)
+    w = load(addr, n, q, io, meta)
     if w < 0:
         return w
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     if meta[POLICY] == POLICY_S3FIFO or meta[POLICY] == POLICY_SIEVE:  # F4, V4: marks only
         return touch_marks(a8, meta, nodes, lst, ref, n)
     _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
@@ -225,12 +224,12 @@ def arc_finish(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
     absent keys are left alone (no A3 here). Any other policy: nothing changes."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
-    w = load(addr, n, q, lens, meta)
+    w = load(addr, n, q, io, meta)
     if w < 0:
         return w
     if meta[POLICY] != POLICY_ARC:
         return 0
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
                nodes, n, out_a, RENEW_FINISH, True)
     return 0
@@ -246,12 +245,12 @@ def arc_store_misses(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ig
     keys, which are no store misses, are left alone. Any other policy: nothing changes."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
-    w = load(addr, n, q, lens, meta)
+    w = load(addr, n, q, io, meta)
     if w < 0:
         return w
     if meta[POLICY] != POLICY_ARC:
         return 0
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     touched = 0
     for i in range(n - 1, -1, -1):  # P4: last to first
         nd = nodes[i]
@@ -269,11 +268,11 @@ def store_ok(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-
     """M6: pending -> ready; count, and the batch indices that became ready in ``out_a``."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
-    w = load(addr, n, q, lens, meta)
+    w = load(addr, n, q, io, meta)
     if w < 0:
         return w
     m = 0
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     for i in range(n):
         nd = nodes[i]
         if nd >= 0 and lst[nd] <= T2 and ref[nd] == -1:
@@ -291,7 +290,7 @@ def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
     """M7, F7, V6: drop pending blocks (no event); the count dropped."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
-    w = load(addr, n, q, lens, meta)
+    w = load(addr, n, q, io, meta)
     if w < 0:
         return w
     shift = np.uint64(meta[SHIFT])

@@ -31,6 +31,7 @@ from .layout import (
     HTS,
     IO_ARRAYS,
     IO_FIXED,
+    IO_HINTS,
     IO_INFO,
     IO_PAD,
     IO_PER_HASH,
@@ -118,19 +119,33 @@ def scratch(io):  # type: ignore[no-untyped-def]
         io[o + 4 * s : o + 4 * s + b],
         io[o + 5 * s : o + 5 * s + b],
         io[o + 6 * s : o + 6 * s + b].view(np.uint64),
-        io[o + IO_SCRATCH * s :],
+        io[o + IO_SCRATCH * s : io.shape[0] - IO_HINTS],
     )
 
 
+@kernel(inline="always")
+def addresses(io):  # type: ignore[no-untyped-def]
+    """The batch's hash object addresses (``batch.gather``; 0: packed by the caller)."""
+    b = batch_of(io)
+    o = IO_INFO + IO_ARRAYS * b + 7 * (b + IO_PAD)
+    return io[o : o + b]
+
+
+@kernel(inline="always")
+def hints(io):  # type: ignore[no-untyped-def]
+    """``layout.HINT_SLOTS`` pairs ``(object address, node)`` (``table.hint_slot``)."""
+    return io[io.shape[0] - IO_HINTS :]
+
+
 @kernel()
-def load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
-    """Widest row in words (>= 1), or a GATHER_ code; reads the list at ``addr`` if non-zero."""
+def _load(addr, n, q, lens, addrs, meta):  # type: ignore[no-untyped-def]
     if n > lens.shape[0] or n > q.shape[0] or n <= 0:
         return GATHER_WIDE
     if addr != 0:
-        return gather(addr, n, q, lens, meta[BYTES_TYPE])
+        return gather(addr, n, q, lens, addrs, meta[BYTES_TYPE])
     widest = 0
     for i in range(n):
+        addrs[i] = 0
         if lens[i] <= 0:
             return GATHER_BAD
         nw = (lens[i] + 7) // 8
@@ -141,18 +156,26 @@ def load(addr, n, q, lens, meta):  # type: ignore[no-untyped-def]
     return widest
 
 
-@kernel()
-def find_into(table, keys, meta, lst, ref, q, lens, n, tags, nodes, slots, prefix):  # type: ignore[no-untyped-def]
-    """``tags``, ``nodes`` and ``slots`` of the batch (``table.find_batch``); ``n``, or with
-    ``prefix`` (M1) the index of the first hash that is not ready, where it stopped."""
-    shift = np.uint64(meta[SHIFT])
-    mask = np.uint64(meta[FPMASK])
-    return find_batch(table, keys, shift, mask, q, lens, n, tags, nodes, slots, lst, ref, prefix)
+@kernel(inline="always")
+def load(addr, n, q, io, meta):  # type: ignore[no-untyped-def]
+    """Widest row in words (>= 1), or a GATHER_ code; reads the list at ``addr`` if non-zero
+    (``q``, ``io``'s lens and object addresses)."""
+    return _load(addr, n, q, unpack_io(io)[1], addresses(io), meta)
 
 
 @kernel(inline="always")
-def find_all(table, keys, meta, lst, ref, q, lens, n, io):  # type: ignore[no-untyped-def]
-    """``(tags, nodes, slots)`` of the batch, in ``io``'s scratch (``find_into``)."""
+def find_into(table, keys, meta, lst, ref, q, io, n, prefix):  # type: ignore[no-untyped-def]
+    """``tags``, ``nodes`` and ``slots`` of the batch in ``io``'s scratch
+    (``table.find_batch``); ``n``, or with ``prefix`` (M1) the index of the first hash that
+    is not ready, where it stopped."""
     work = scratch(io)
-    find_into(table, keys, meta, lst, ref, q, lens, n, work[0], work[1], work[2], False)
+    return find_batch(table, keys, np.uint64(meta[SHIFT]), np.uint64(meta[FPMASK]), q, unpack_io(io)[1], n,
+                      work[0], work[1], work[2], lst, ref, prefix, addresses(io), hints(io))
+
+
+@kernel(inline="always")
+def find_all(table, keys, meta, lst, ref, q, n, io):  # type: ignore[no-untyped-def]
+    """``(tags, nodes, slots)`` of the batch, in ``io``'s scratch (``find_into``)."""
+    find_into(table, keys, meta, lst, ref, q, io, n, False)
+    work = scratch(io)
     return work[0], work[1], work[2]

@@ -10,8 +10,8 @@ from .ghosts import g_drop
 from .jit import kernel
 from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
-from .state import find_all, ghost_tags, load, scratch, unpack, unpack_io
-from .table import _P1, _U32, find, home, prefetch, row_head
+from .state import addresses, find_all, ghost_tags, hints, load, scratch, unpack, unpack_io
+from .table import _P1, _U32, find, hint_slot, home, prefetch, row_head
 
 __all__ = ["prepare_store"]
 
@@ -79,8 +79,10 @@ def _index(table, shift, tag, start, b):  # type: ignore[no-untyped-def]
 
 
 @kernel()
-def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, moved, out_idx, out_ids):  # type: ignore[no-untyped-def]
-    """Index the ``m`` selected hashes as new pending blocks (block ids in ``out_ids``)."""
+def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, moved, out_idx, out_ids,  # type: ignore[no-untyped-def]
+                    addrs, hints):
+    """Index the ``m`` selected hashes as new pending blocks (block ids in ``out_ids``), each
+    hinted for its object's next call (``layout.HINT_SLOTS``)."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     shift = np.uint64(meta[SHIFT])
     tm = np.uint64(table.shape[0] - 1)
@@ -114,6 +116,10 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
         # fill slots); otherwise probe again from the home slot.
         _index(table, shift, tags[i], slots[i] if not moved else home(tags[i], shift, tm), b)
         out_ids[k] = b
+        if addrs[i] != 0:
+            h = hint_slot(addrs[i])
+            hints[h] = addrs[i]
+            hints[h + 1] = b
 
 
 @kernel()
@@ -122,13 +128,13 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
     ``out_c`` (info[0]: victim count); ``REFUSED``, ``KEYS_NARROW``: no change."""
     info, lens, out_idx, out_ids, out_vic = unpack_io(io)
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
-    w = load(addr, n, q, lens, meta)
+    w = load(addr, n, q, io, meta)
     if w < 0:
         return w
     if w + 1 > keys.shape[1]:
         info[0] = w
         return KEYS_NARROW
-    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, lens, n, io)
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     m = select_absent(nodes, lst, tags, q, lens, n, out_idx, scratch(io)[7])
     info[0] = 0
     if m == 0:
@@ -140,6 +146,7 @@ def prepare_store(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
         if nv < 0:
             return REFUSED
     # entries shifted back since ``find_all`` (evictions): its empty slots are stale
-    insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, nv > 0, out_idx, out_ids)
+    insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, nv > 0, out_idx, out_ids,
+                    addresses(io), hints(io))
     info[0] = nv
     return m

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .jit import TWIN, kernel
-from .layout import HALF_BITS, LOW_HALF, T2
+from .layout import FREE, HALF_BITS, HINT_BITS, LOW_HALF, T2
 
 _P1 = np.uint64(0x9E3779B97F4A7C15)
 _P2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -203,9 +203,41 @@ def table_delete(table, shift, s):  # type: ignore[no-untyped-def]
 STAGE_DISTANCE = 8
 
 
-@kernel()
-def _find_home(table, shift, mask, q, lens, i, tags, slots):  # type: ignore[no-untyped-def]
-    """Stage 1: batch hash ``i``'s tag and home slot; prefetch that slot."""
+#: ``slots[i]`` of a hash whose hint named a node (``_find_home``) until stage 3 judges it.
+HINTED = -2
+_HINT_SHIFT = np.uint64(64 - HINT_BITS)
+
+
+@kernel(inline="always")
+def hint_slot(address):  # type: ignore[no-untyped-def]
+    """Index of the first word of ``address``'s pair in the hints (``layout.HINT_SLOTS``)."""
+    return 2 * np.int64((np.uint64(address) * _P1) >> _HINT_SHIFT)
+
+
+@kernel(inline="always")
+def _hinted_node(hints, addrs, i, nnodes):  # type: ignore[no-untyped-def]
+    """The node batch hash ``i``'s object was last found at or stored in, or -1 (no hint, or
+    one out of range: never used unchecked)."""
+    a = addrs[i]
+    if a == 0:
+        return -1
+    h = hint_slot(a)
+    if hints[h] != a or hints[h + 1] < 0 or hints[h + 1] >= nnodes:
+        return -1
+    return hints[h + 1]
+
+
+@kernel(inline="always")
+def _find_home(table, keys, shift, mask, q, lens, i, tags, slots, nodes, lst, addrs, hints):  # type: ignore[no-untyped-def]
+    """Stage 1: a hinted node (prefetch its row and kind), or batch hash ``i``'s tag and
+    home slot (prefetch that slot)."""
+    g = _hinted_node(hints, addrs, i, lst.shape[0])
+    if g >= 0:
+        nodes[i] = g
+        slots[i] = HINTED
+        prefetch(keys, g)
+        prefetch(lst, g)
+        return
     t = tag_of(fingerprint(q, i, 0, lens[i], mask))
     tags[i] = t
     s = home(t, shift, np.uint64(table.shape[0] - 1))
@@ -213,12 +245,14 @@ def _find_home(table, shift, mask, q, lens, i, tags, slots):  # type: ignore[no-
     prefetch(table, s)
 
 
-@kernel()
+@kernel(inline="always")
 def _find_candidate(table, keys, i, tags, slots, lst, ref):  # type: ignore[no-untyped-def]
     """Stage 2: probe to the first tag match or empty slot; prefetch the match's row."""
     m = table.shape[0] - 1
     t = tags[i]
     s = slots[i]
+    if s == HINTED:
+        return
     while True:
         v = table[s]
         if v == 0 or (v >> _U32) == t:
@@ -232,17 +266,42 @@ def _find_candidate(table, keys, i, tags, slots, lst, ref):  # type: ignore[no-u
         prefetch(ref, c)  # a ghost's index lies past ``ref``: a hint only, never read
 
 
-@kernel()
-def _find_exact(table, keys, q, lens, i, tags, slots, nodes):  # type: ignore[no-untyped-def]
-    """Stage 3: the full comparison (I8), resuming the probe exactly where stage 2 stopped."""
+@kernel(inline="always")
+def _same_words(keys, nd, q, i, length):  # type: ignore[no-untyped-def]
+    """Stored hash ``nd`` is batch hash ``i`` (its length and every word; the tag aside)."""
+    if (keys[nd, 0] & _LO32) != np.uint64(length):
+        return False
+    for j in range((length + 7) // 8):
+        if keys[nd, 1 + j] != q[i, j]:
+            return False
+    return True
+
+
+@kernel(inline="always")
+def _find_exact(table, keys, shift, mask, q, lens, i, tags, slots, nodes, lst, addrs, hints):  # type: ignore[no-untyped-def]
+    """Stage 3: a hinted node stands if it is live and holds exactly the hash (then the
+    table holds it there: I8); otherwise the full comparison, resuming the probe where
+    stage 2 stopped (or from the home slot, when a hint failed), and a hint for next time."""
+    if slots[i] == HINTED:
+        g = nodes[i]
+        if lst[g] != FREE and _same_words(keys, g, q, i, lens[i]):
+            tags[i] = node_tag(keys, g)
+            slots[i] = -1  # a present hash's slot is never read
+            return
+        tags[i] = tag_of(fingerprint(q, i, 0, lens[i], mask))
+        slots[i] = home(tags[i], shift, np.uint64(table.shape[0] - 1))
     s, nd = probe(table, keys, q, i, lens[i], tags[i], slots[i])
     slots[i] = s
     nodes[i] = nd
+    if nd >= 0 and addrs[i] != 0:
+        h = hint_slot(addrs[i])
+        hints[h] = addrs[i]
+        hints[h + 1] = nd
 
 
 @kernel()
 def find_batch(table, keys, shift, mask, q, lens, n,  # type: ignore[no-untyped-def]
-               tags, nodes, slots, lst, ref, prefix):
+               tags, nodes, slots, lst, ref, prefix, addrs, hints):
     """``find`` for batch hashes ``0 … n-1``, overlapping cache misses; returns ``n``, or with
     ``prefix`` (M1's lookup) the index of the first hash that is absent or not ready, there
     to stop: at most ``2 * STAGE_DISTANCE`` hashes past it are read.
@@ -250,18 +309,21 @@ def find_batch(table, keys, shift, mask, q, lens, n,  # type: ignore[no-untyped-
     A software pipeline of three stages, ``STAGE_DISTANCE`` hashes apart: fingerprint and
     home slot (prefetching the table), the probe up to the first tag match (prefetching that
     node's key row), then the full comparison, which resumes the probe exactly where it
-    stopped. Same answers as ``find``: ``tags``, ``nodes`` (-1: absent) and ``slots`` (the
-    node's slot, or the empty slot ending the probe). ``lst`` and ``ref`` (per-node arrays
-    the caller reads next) are prefetched too.
+    stopped. A hash whose object a hint names (``addrs``, ``hints``: ``layout.HINT_SLOTS``,
+    a table small enough to stay in the caches) skips the first two: its node's row is
+    compared instead. Same answers as ``find``:
+    ``tags``, ``nodes`` (-1: absent) and ``slots`` (an absent hash's empty slot ending its
+    probe; -1 for a hinted present one). ``lst`` and ``ref`` (per-node arrays the caller
+    reads next) are prefetched too.
     """
     d = STAGE_DISTANCE
     for i in range(-2 * d, n):
         if i + 2 * d < n:
-            _find_home(table, shift, mask, q, lens, i + 2 * d, tags, slots)
+            _find_home(table, keys, shift, mask, q, lens, i + 2 * d, tags, slots, nodes, lst, addrs, hints)
         if 0 <= i + d < n:
             _find_candidate(table, keys, i + d, tags, slots, lst, ref)
         if i >= 0:
-            _find_exact(table, keys, q, lens, i, tags, slots, nodes)
+            _find_exact(table, keys, shift, mask, q, lens, i, tags, slots, nodes, lst, addrs, hints)
             if prefix and unready(nodes[i], lst, ref):
                 return i
     return n
