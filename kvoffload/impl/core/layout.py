@@ -219,6 +219,7 @@ INFO_GHOST_CURSORS = 6
 # (B = 256: 2 KiB each) made the CPU take a store to one for a store to the next (4K
 # aliasing: lookup +10% at n = 256).
 IO_SCRATCH = 8
+SCRATCH_ADDRESSES = 7  # which scratch array holds the object addresses (``state.addresses``)
 IO_PAD = 8
 IO_SEEN = 4
 IO_SEEN_FIXED = 8

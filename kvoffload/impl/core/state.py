@@ -41,6 +41,7 @@ from .layout import (
     NODES,
     PROT,
     REF,
+    SCRATCH_ADDRESSES,
     SHIFT,
     TS,
     span,
@@ -127,7 +128,7 @@ def scratch(io):  # type: ignore[no-untyped-def]
 def addresses(io):  # type: ignore[no-untyped-def]
     """The batch's hash object addresses (``batch.gather``; 0: packed by the caller)."""
     b = batch_of(io)
-    o = IO_INFO + IO_ARRAYS * b + 7 * (b + IO_PAD)
+    o = IO_INFO + IO_ARRAYS * b + SCRATCH_ADDRESSES * (b + IO_PAD)
     return io[o : o + b]
 
 
@@ -139,6 +140,7 @@ def hints(io):  # type: ignore[no-untyped-def]
 
 @kernel()
 def _load(addr, n, q, lens, addrs, meta):  # type: ignore[no-untyped-def]
+    """``load`` on the arrays themselves."""
     if n > lens.shape[0] or n > q.shape[0] or n <= 0:
         return GATHER_WIDE
     if addr != 0:
