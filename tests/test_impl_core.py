@@ -181,11 +181,13 @@ def test_hints_are_only_guesses_checked_before_use(policy: str) -> None:
     assert list(_hint_pair(manager, pool[0])) == [id(pool[0]), int(stored.store_spec.block_ids[0])]
     forged = copy.deepcopy(manager)
     nodes = len(manager._lst)
+    stored_at = {}  # the block each hash was last stored in: its row keeps the hash once freed
     for _ in range(300):
         hashes = rng.sample(pool, rng.randint(1, 4))
-        for block_hash in hashes:  # a guess of any node, or of none that exists
-            _hint_pair(forged, block_hash)[:] = (id(block_hash), rng.choice([-3, nodes, nodes + 7, *range(nodes)]))
-        name = rng.choice(["lookup", "touch", "prepare_store", "complete_store", "load"])
+        for block_hash in hashes:  # a guess of any node, of none that exists, or of its old block
+            guesses = [-3, nodes, nodes + 7, *range(nodes), *[stored_at.get(block_hash, -3)] * nodes]
+            _hint_pair(forged, block_hash)[:] = (id(block_hash), rng.choice(guesses))
+        name = rng.choice(["lookup", "touch", "prepare_store", "complete_store", "fail", "load"])
         complete = rng.random() < 0.5
         answers = []
         for side in (manager, forged):
@@ -197,8 +199,12 @@ def test_hints_are_only_guesses_checked_before_use(policy: str) -> None:
             elif name == "prepare_store":
                 out = side.prepare_store(hashes)
                 answers.append(None if out is None else (out.block_hashes_to_store, out.block_hashes_evicted))
-                if out is not None and complete:
-                    side.complete_store(out.block_hashes_to_store)
+                if out is not None:
+                    stored_at.update(zip(out.block_hashes_to_store, out.store_spec.block_ids.tolist()))
+                    if complete:
+                        side.complete_store(out.block_hashes_to_store)
+            elif name == "fail":  # M7: the pending blocks freed, their rows left as they were
+                answers.append(side.complete_store(hashes, success=False))
             else:
                 answers.append(getattr(side, name)(hashes))
         assert answers[0] == answers[1], name

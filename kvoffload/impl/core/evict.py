@@ -55,7 +55,7 @@ from .layout import (
 from .lists import l_prepend, l_unlink, lslot
 from .state import ghost_tags, scratch, unpack, unpack_io
 from .pyobj import peek
-from .table import _LO32, _U32, home, node_tag, prefetch, prefetch_at, slot_of, table_delete
+from .table import _LO32, _U32, home, node_tag, prefetch, prefetch_at, prefetch_cluster, slot_of, table_delete
 
 __all__ = ["evict"]
 
@@ -200,9 +200,7 @@ def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift,  # type:
     tm = np.uint64(table.shape[0] - 1)
     t = node_tag(keys, out_vic[j])
     vtags[j % _RING] = t
-    hv = home(t, shift, tm)
-    prefetch(table, hv)
-    prefetch(table, (hv + 8) & np.int64(tm))
+    prefetch_cluster(table, home(t, shift, tm))
     if objects != 0:
         prefetch_at(peek(objects + 8 * out_vic[j]))
     if meta[NODES] == meta[CAP]:  # no ghosts (LRU, SIEVE)
@@ -212,9 +210,7 @@ def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift,  # type:
     if c < 0:
         return
     x = c - meta[CAP]
-    hs = home(np.uint64(gtag[x]) & _LO32, shift, tm)
-    prefetch(table, hs)
-    prefetch(table, (hs + 8) & np.int64(tm))
+    prefetch_cluster(table, home(np.uint64(gtag[x]) & _LO32, shift, tm))
     prefetch(keys, c)
     prefetch(lst, c)
     prefetch(gprev, x)

@@ -11,7 +11,7 @@ from .jit import kernel
 from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
 from .state import addresses, find_all, ghost_tags, hints, load, scratch, unpack, unpack_io
-from .table import _P1, _U32, find, hint_slot, home, prefetch, row_head
+from .table import _P1, _U32, find, home, prefetch, remember, row_head
 
 __all__ = ["prepare_store"]
 
@@ -116,10 +116,7 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
         # fill slots); otherwise probe again from the home slot.
         _index(table, shift, tags[i], slots[i] if not moved else home(tags[i], shift, tm), b)
         out_ids[k] = b
-        if addrs[i] != 0:
-            h = hint_slot(addrs[i])
-            hints[h] = addrs[i]
-            hints[h + 1] = b
+        remember(hints, addrs[i], b)
 
 
 @kernel()

@@ -215,6 +215,23 @@ def hint_slot(address):  # type: ignore[no-untyped-def]
 
 
 @kernel(inline="always")
+def remember(hints, address, nd):  # type: ignore[no-untyped-def]
+    """Hint that the hash object at ``address`` (0: none, nothing kept) is at node ``nd``."""
+    if address != 0:
+        h = hint_slot(address)
+        hints[h] = address
+        hints[h + 1] = nd
+
+
+@kernel(inline="always")
+def prefetch_cluster(table, s):  # type: ignore[no-untyped-def]
+    """Prefetch slot ``s``'s line and the next: a probe or a delete from ``s`` often runs
+    into it."""
+    prefetch(table, s)
+    prefetch(table, (s + 8) & (table.shape[0] - 1))
+
+
+@kernel(inline="always")
 def _hinted_node(hints, addrs, i, nnodes):  # type: ignore[no-untyped-def]
     """The node batch hash ``i``'s object was last found at or stored in, or -1 (no hint, or
     one out of range: never used unchecked)."""
@@ -238,11 +255,17 @@ def _find_home(table, keys, shift, mask, q, lens, i, tags, slots, nodes, lst, ad
         prefetch(keys, g)
         prefetch(lst, g)
         return
+    prefetch(table, _tag_and_home(table, shift, mask, q, lens, i, tags, slots))
+
+
+@kernel(inline="always")
+def _tag_and_home(table, shift, mask, q, lens, i, tags, slots):  # type: ignore[no-untyped-def]
+    """Batch hash ``i``'s tag and home slot into ``tags`` and ``slots``; the home slot."""
     t = tag_of(fingerprint(q, i, 0, lens[i], mask))
     tags[i] = t
     s = home(t, shift, np.uint64(table.shape[0] - 1))
     slots[i] = s
-    prefetch(table, s)
+    return s
 
 
 @kernel(inline="always")
@@ -267,36 +290,23 @@ def _find_candidate(table, keys, i, tags, slots, lst, ref):  # type: ignore[no-u
 
 
 @kernel(inline="always")
-def _same_words(keys, nd, q, i, length):  # type: ignore[no-untyped-def]
-    """Stored hash ``nd`` is batch hash ``i`` (its length and every word; the tag aside)."""
-    if (keys[nd, 0] & _LO32) != np.uint64(length):
-        return False
-    for j in range((length + 7) // 8):
-        if keys[nd, 1 + j] != q[i, j]:
-            return False
-    return True
-
-
-@kernel(inline="always")
 def _find_exact(table, keys, shift, mask, q, lens, i, tags, slots, nodes, lst, addrs, hints):  # type: ignore[no-untyped-def]
     """Stage 3: a hinted node stands if it is live and holds exactly the hash (then the
     table holds it there: I8); otherwise the full comparison, resuming the probe where
     stage 2 stopped (or from the home slot, when a hint failed), and a hint for next time."""
     if slots[i] == HINTED:
         g = nodes[i]
-        if lst[g] != FREE and _same_words(keys, g, q, i, lens[i]):
-            tags[i] = node_tag(keys, g)
+        tag = node_tag(keys, g)  # the row's own tag: only its length and words are compared
+        if lst[g] != FREE and same_key(keys, g, q, i, lens[i], tag):
+            tags[i] = tag
             slots[i] = -1  # a present hash's slot is never read
             return
-        tags[i] = tag_of(fingerprint(q, i, 0, lens[i], mask))
-        slots[i] = home(tags[i], shift, np.uint64(table.shape[0] - 1))
+        _tag_and_home(table, shift, mask, q, lens, i, tags, slots)
     s, nd = probe(table, keys, q, i, lens[i], tags[i], slots[i])
     slots[i] = s
     nodes[i] = nd
-    if nd >= 0 and addrs[i] != 0:
-        h = hint_slot(addrs[i])
-        hints[h] = addrs[i]
-        hints[h + 1] = nd
+    if nd >= 0:
+        remember(hints, addrs[i], nd)
 
 
 @kernel()
