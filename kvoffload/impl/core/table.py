@@ -176,7 +176,14 @@ def slot_of(table, shift, tag, nd):  # type: ignore[no-untyped-def]
 
 @kernel()
 def table_delete(table, shift, s):  # type: ignore[no-untyped-def]
-    """Remove slot ``s``, shifting later entries of its cluster back (no tombstones)."""
+    """Remove slot ``s``, shifting later entries of its cluster back (no tombstones).
+
+    An entry at ``j`` moves back to the hole at ``i`` unless its home lies in ``(i, j]``,
+    that is unless its distance from home is less than the hole's distance from ``j``.
+    Written without a branch per entry (the hole is rewritten either way): the walk runs
+    to the cluster's end, and at ARC's load (up to 0.72, ghosts included) each entry's
+    move or stay was a misprediction half of the time.
+    """
     m = table.shape[0] - 1
     tm = np.uint64(m)
     i = s
@@ -186,14 +193,10 @@ def table_delete(table, shift, s):  # type: ignore[no-untyped-def]
         v = table[j]
         if v == 0:
             break
-        k = home(v >> _U32, shift, tm)
-        if i <= j:
-            if i < k and k <= j:
-                continue
-        elif i < k or k <= j:
-            continue
-        table[i] = v
-        i = j
+        move = ((j - home(v >> _U32, shift, tm)) & m) >= ((j - i) & m)
+        kept = table[i]
+        table[i] = v if move else kept
+        i = j if move else i
     table[i] = 0
 
 
