@@ -557,7 +557,7 @@ def command(
         "Memory per block of capacity: 'state' = the manager's structures for its blocks (hash-table "
         "share for blocks, ref counts, recency stamps, heaps, free stack, list tags, meta); '+ghosts' "
         "= ARC's ghost index (hash-table share for the 2x capacity ghost nodes, B1/B2 links, ghost "
-        "free list and tags), reported apart, not hidden; 'hashes' = stored hashes (key rows of blocks "
+        "free list and list tags), reported apart, not hidden; 'hashes' = stored hashes (key rows of blocks "
         "and ghosts, Python objects of live blocks). Per-batch scratch buffers are not per block."
     )
     if not no_cold_start:  # the table of `kvoffload bench cold-start`, one run each

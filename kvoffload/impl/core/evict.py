@@ -53,7 +53,7 @@ from .layout import (
     T1,
 )
 from .lists import l_prepend, l_unlink, lslot
-from .state import ghost_tags, scratch, unpack, unpack_io
+from .state import scratch, unpack, unpack_io
 from .pyobj import peek
 from .table import _LO32, _U32, home, node_tag, prefetch, prefetch_at, prefetch_cluster, slot_of, table_delete
 
@@ -191,7 +191,7 @@ _RING = 2 * _AHEAD
 
 
 @kernel()
-def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift,  # type: ignore[no-untyped-def]
+def _prefetch_victim(table, keys, lst, gnext, gprev, meta, shift,  # type: ignore[no-untyped-def]
                      out_vic, from_list, j, vtags, nxt, objects):
     """Victim ``j``'s tag (from its row) into ``vtags[j % _RING]``, prefetching its home slot,
     its hash object's header (``objects``: ``layout.INFO_OBJECTS``; its slot there was
@@ -210,8 +210,7 @@ def _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift,  # type:
     if c < 0:
         return
     x = c - meta[CAP]
-    prefetch_cluster(table, home(np.uint64(gtag[x]) & _LO32, shift, tm))
-    prefetch(keys, c)
+    prefetch_cluster(table, home(node_tag(keys, c), shift, tm))  # B1 runs through its rows in order
     prefetch(lst, c)
     prefetch(gprev, x)
     nxt[g] = gnext[x]
@@ -238,21 +237,19 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list, vtags, nxt, 
     ``vtags`` (at least ``min(n, _RING)`` long) and ``nxt`` (2) are scratch; ``objects``:
     ``layout.INFO_OBJECTS``."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
-    cap = meta[CAP]
     shift = np.uint64(meta[SHIFT])
-    gtag = ghost_tags(a32, meta)
     nxt[0] = meta[gslot(0, GHOST_HEAD)]  # prefetch hints only
     nxt[1] = meta[gslot(1, GHOST_HEAD)]
     for j in range(min(2 * _AHEAD, n)):
         _prefetch_object_slot(objects, out_vic, j)
     for j in range(min(_AHEAD, n)):
-        _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift, out_vic, from_list, j, vtags, nxt,
+        _prefetch_victim(table, keys, lst, gnext, gprev, meta, shift, out_vic, from_list, j, vtags, nxt,
                          objects)
     for k in range(n):
         if k + 2 * _AHEAD < n:
             _prefetch_object_slot(objects, out_vic, k + 2 * _AHEAD)
         if k + _AHEAD < n:
-            _prefetch_victim(table, keys, lst, gnext, gprev, gtag, meta, shift, out_vic, from_list, k + _AHEAD,
+            _prefetch_victim(table, keys, lst, gnext, gprev, meta, shift, out_vic, from_list, k + _AHEAD,
                              vtags, nxt, objects)
         nd = out_vic[k]
         tag = vtags[k % _RING]
@@ -264,12 +261,11 @@ def apply_victims(table, keys, a64, a32, a8, n, out_vic, from_list, vtags, nxt, 
             table_delete(table, shift, s)
         else:  # A5, F6: the newest ghost of list g under its own tag
             if meta[gslot(g, GHOST_SIZE)] >= bound:  # the list is full: its oldest ghost goes
-                g_drop(table, meta, lst, gprev, gnext, gfree, gtag, meta[gslot(g, GHOST_HEAD)], -1)
+                g_drop(table, keys, meta, lst, gprev, gnext, gfree, meta[gslot(g, GHOST_HEAD)], -1)
                 if (table[s] & _LO32) != np.uint64(nd + 1):  # the drop shifted our slot back
                     s = slot_of(table, shift, tag, nd)
             meta[NGFREE] -= 1
             gn = gfree[meta[NGFREE]]
-            gtag[gn - cap] = np.int32(tag)
             _copy_row(keys, gn, nd)
             table[s] = (tag << _U32) | np.uint64(gn + 1)
             lst[gn] = B1 + g

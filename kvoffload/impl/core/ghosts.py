@@ -1,7 +1,8 @@
 """ARC's ghost lists B1 and B2 (A1, A5): intrusive doubly-linked lists over ghost nodes.
 
 Ghost list ``g`` (B1 = 0, B2 = 1; ``g = kind - B1``) keeps its head, tail and size in
-``meta[ghost_slot(g, …)]``; ``gprev``/``gnext``/``gtag`` are indexed by ``node - C``.
+``meta[ghost_slot(g, …)]``; ``gprev``/``gnext`` are indexed by ``node - C``;
+a ghost's table tag is in its key row (``table.row_head``), as a block's.
 A ghost is indexed in the hash table like a block (its own node id), so that a store or
 touch of its hash finds it.
 """
@@ -12,7 +13,7 @@ import numpy as np
 
 from .jit import kernel
 from .layout import B1, CAP, FREE, GHOST_HEAD, GHOST_SIZE, GHOST_TAIL, NGFREE, SHIFT, ghost_slot
-from .table import _LO32, slot_of, table_delete
+from .table import node_tag, slot_of, table_delete
 
 #: ``gslot(g, part)``: ``layout.ghost_slot`` for compiled code.
 gslot = kernel(inline="always")(ghost_slot)
@@ -53,12 +54,13 @@ def g_append(gprev, gnext, meta, g, nd):  # type: ignore[no-untyped-def]
 
 
 @kernel()
-def g_drop(table, meta, lst, gprev, gnext, gfree, gtag, nd, slot):  # type: ignore[no-untyped-def]
-    """A1, A5: forget ghost ``nd`` (at table slot ``slot``, or -1 to find it by its stored tag)."""
+def g_drop(table, keys, meta, lst, gprev, gnext, gfree, nd, slot):  # type: ignore[no-untyped-def]
+    """A1, A5: forget ghost ``nd`` (at table slot ``slot``, or -1 to find it by the tag in
+    its key row)."""
     g_unlink(gprev, gnext, meta, lst[nd] - B1, nd)
     shift = np.uint64(meta[SHIFT])
     if slot < 0:
-        slot = slot_of(table, shift, np.uint64(gtag[nd - meta[CAP]]) & _LO32, nd)
+        slot = slot_of(table, shift, node_tag(keys, nd), nd)
     table_delete(table, shift, slot)
     lst[nd] = FREE
     gfree[meta[NGFREE]] = nd

@@ -130,7 +130,6 @@ FIELD_TABLE = (
     (A32, "gprev", 0, 0, 1),  # ghost-list links (by node - C)
     (A32, "gnext", 0, 0, 1),
     (A32, "gfree", 0, 0, 1),  # free ghost nodes (stack)
-    (A32, "gtag", 0, 0, 1),  # a ghost's 32-bit table tag: trimming it needs no rehash
     (A8, "lst", 0, 1, 1),  # list kind of every node
     (A8, "prot", 0, 1, 0),  # protected from eviction during one prepare_store
 )
@@ -166,7 +165,6 @@ BNEXT = FIELDS["bnext"]
 GPREV = FIELDS["gprev"]
 GNEXT = FIELDS["gnext"]
 GFREE = FIELDS["gfree"]
-GTAG = FIELDS["gtag"]
 LST = FIELDS["lst"]
 PROT = FIELDS["prot"]
 

@@ -25,7 +25,6 @@ from .layout import (
     GFREE,
     GNEXT,
     GPREV,
-    GTAG,
     HNODE,
     HPOS,
     HTS,
@@ -81,13 +80,6 @@ def unpack(a64, a32, a8):  # type: ignore[no-untyped-def]
         view(a32, BPREV, c, g),
         view(a32, BNEXT, c, g),
     )
-
-
-@kernel(inline="always")
-def ghost_tags(a32, meta):  # type: ignore[no-untyped-def]
-    """The ghosts' table tags (int32 bits of the uint32 tag, by ``node - C``)."""
-    c = meta[CAP]
-    return view(a32, GTAG, c, meta[NODES] - c)
 
 
 @kernel(inline="always")

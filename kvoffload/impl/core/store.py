@@ -10,7 +10,7 @@ from .ghosts import g_drop
 from .jit import kernel
 from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
-from .state import addresses, find_all, ghost_tags, hints, load, scratch, unpack, unpack_io
+from .state import addresses, find_all, hints, load, scratch, unpack, unpack_io
 from .table import _P1, _U32, find, home, prefetch, remember, row_head
 
 __all__ = ["prepare_store"]
@@ -95,7 +95,7 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
         if nodes[i] >= 0:  # a ghost at lookup time (A1: forget it), unless trimmed since
             s, g = find(table, keys, shift, q, i, lens[i], tags[i])
             if g >= 0:
-                g_drop(table, meta, lst, gprev, gnext, gfree, ghost_tags(a32, meta), g, s)
+                g_drop(table, keys, meta, lst, gprev, gnext, gfree, g, s)
                 if meta[POLICY] == POLICY_S3FIFO:  # F2: G remembered it: into M
                     h = LIST_T2
             moved = True
