@@ -29,6 +29,7 @@ import hashlib
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,6 +305,22 @@ def _drive(contender: Contender, manager: Any, keys: list[bytes], calls: VllmCal
     return drive_batch(manager, keys, ns, tick)
 
 
+@contextmanager
+def collector_off() -> Iterator[None]:
+    """Python's cycle collector run once, then off, for a timed pass (as ``timeit``): a
+    collection costs in proportion to every object alive, the bench's own records of
+    answers included, and lands in whichever call allocates last; every pass of every
+    table is timed alike. A caller that turned it off keeps it off."""
+    collector_was_on = gc.isenabled()
+    gc.collect()  # cycles the previous pass left, and this one's prefill garbage
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collector_was_on:
+            gc.enable()
+
+
 def run_pass(contender: Contender, requests: Sequence[list[bytes]], capacity: int,
              calls: VllmCalls | None, seed: int = 0) -> Run:
     """One contender alone: built and filled (untimed: ``prefill_requests``), then timed on
@@ -313,19 +330,13 @@ def run_pass(contender: Contender, requests: Sequence[list[bytes]], capacity: in
     for number, keys in enumerate(prefill_requests(capacity, seed)):
         _drive(contender, manager, keys, calls, dict.fromkeys(PHASES, 0), f"prefill-{number}")
     run = Run(contender.label, contender.convention)
-    collector_was_on = gc.isenabled()  # a caller that turned it off keeps it off
-    gc.collect()  # cycles the previous pass left, and this one's prefill garbage
-    gc.disable()
-    try:
+    with collector_off():
         for number, keys in enumerate(requests):
             tick = -CLOCK() + CLOCK()
             answer = _drive(contender, manager, keys, calls, run.ns, f"r{number}", tick)
             run.answers.append(record(answer))
             run.hits += answer[0]
             run.blocks += len(keys)
-    finally:
-        if collector_was_on:
-            gc.enable()
     return run
 
 

@@ -18,7 +18,6 @@ the bench. Beyond it only the production manager (and vLLM's) runs.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import random
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 import click
 
-from .conventions import CLOCK, prefill_requests
+from .conventions import CLOCK, collector_off, prefill_requests
 
 OPS = ("lookup", "touch", "prepare_load", "complete_load", "prepare_store", "complete_store")
 
@@ -292,15 +291,16 @@ def first_disagreement(got: Sequence[tuple[str, Any]], want: Sequence[tuple[str,
 def manager_passes(name: str, build: Callable[[int], Any], capacity: int,
                    configs: Sequence[tuple[int, str, int]], seed: int) -> list[Pass]:
     """One manager alone through ``configs`` (batch, scenario, blocks) in order, built
-    and filled first (untimed); the collector runs before the timed part and its settings
-    are the same for every manager's pass. The manager is dropped on return."""
+    and filled first (untimed); each configuration timed with the collector off
+    (``conventions.collector_off``), as every pass of the side-by-side table. The manager
+    is dropped on return."""
     manager = build(capacity)
     prefill(manager, capacity, seed)
     measure = getattr(manager, "memory_bytes", None)
-    gc.collect()  # cycles the previous pass left, and this one's prefill garbage
     passes = []
     for batch, scenario, budget in configs:
-        passes.append(run_config(manager, capacity, batch, scenario, budget, seed))
+        with collector_off():
+            passes.append(run_config(manager, capacity, batch, scenario, budget, seed))
         passes[-1].memory = measure() if measure is not None else None
     return passes
 
