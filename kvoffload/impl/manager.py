@@ -63,6 +63,9 @@ __all__ = ["CPUOffloadingManager", "MANAGER_POLICIES"]
 
 MANAGER_POLICIES = tuple(POLICIES)
 _MAX_NODES = 2**31 - 2
+_LRU_ORDERS = ("recency", "request-rank")
+#: N9's positions are kept as int32 minors (``-position``).
+_MAX_POSITION = 2**31 - 1
 _NOT_BYTES = (bytes, bytearray, memoryview, str)
 _KEY_WORDS = 5  # [length, 4 words]: 32-byte hashes; rows widen when longer hashes come
 _Q_WORDS = 5  # batch rows: up to 40-byte hashes before the scratch widens
@@ -71,6 +74,8 @@ I64 = npt.NDArray[np.int64]
 #: One flag per hash (``arc_finish``, ``arc_store_misses``): bools, or one byte each.
 Flags = Sequence[bool] | bytes | bytearray
 Op = Callable[..., int]
+#: Per-hash values an entry point reads from ``io``: ``(layout.IO_OUT_A …, values)`` pairs.
+Inputs = Sequence[tuple[int, Any]]
 _READY = runtime.READY
 #: The arrays of a manager's state (``__deepcopy__`` copies them, ``restore_state`` copies them back).
 _STATE_ARRAYS = ("_table", "_keys", "_a64", "_a32", "_a8", "_pf", "_objects")
@@ -135,12 +140,18 @@ class CPUOffloadingManager(OffloadingManager):
         block_size: int = 16,
         *,
         fingerprint: str = "default",
+        lru_order: str = "recency",
     ) -> None:
         self.num_blocks = positive_int("num_blocks", num_blocks)
         self.block_size = positive_int("block_size", block_size)
         if not isinstance(policy, str) or policy not in MANAGER_POLICIES:
             raise ValueError(f"policy={policy!r} is not one of {sorted(MANAGER_POLICIES)}")
+        if lru_order not in _LRU_ORDERS or (lru_order == "request-rank" and policy != "lru"):
+            raise ValueError(f"N9: lru_order={lru_order!r} is not one of {_LRU_ORDERS} (request-rank: LRU only)")
         self.policy = policy
+        #: L1 (``"recency"``) or N9 (``"request-rank"``: ranks come from ``rerank``)
+        self.lru_order = lru_order
+        ranked = lru_order == "request-rank"
         code = POLICIES[policy]
         small = s3fifo_sizes(self.num_blocks)[0] if code == L.POLICY_S3FIFO else 0
         bounds = L.ghost_bounds(code, self.num_blocks, small)
@@ -158,7 +169,7 @@ class CPUOffloadingManager(OffloadingManager):
         self._table = np.zeros(size, np.uint64)
         self._keys = np.zeros((nodes, _KEY_WORDS), np.uint64)
         self._a64 = np.zeros(n64, np.int64)
-        self._a32 = np.zeros(n32, np.int32)
+        self._a32 = np.zeros(n32 + L.minor_words(ranked, cap), np.int32)  # N9 minors: the last cap words
         self._a8 = np.zeros(n8 + L.mark_bytes(code, cap), np.int8)  # marks: the last cap bytes
         self._pf = np.zeros(1, np.float64)
         arenas = (self._a64, self._a32, self._a8)
@@ -179,6 +190,7 @@ class CPUOffloadingManager(OffloadingManager):
         meta[L.SMALL] = small
         meta[L.MARK_MAX] = {L.POLICY_S3FIFO: S3FIFO_MAX_FREQUENCY, L.POLICY_SIEVE: 1}.get(code, 0)
         meta[L.HAND] = -1
+        meta[L.RANKED] = int(ranked)
         meta[FPMASK] = np.array([mask], np.uint64).view(np.int64)[0]
         meta[L.BYTES_TYPE] = id(bytes)
         for name in ("hpos", "bprev", "bnext", "gprev", "gnext"):
@@ -299,11 +311,10 @@ class CPUOffloadingManager(OffloadingManager):
         return self._run_slow(op or runtime.entry(name), name, hashes)
 
     def _run_slow(
-        self, op: Op, name: str, hashes: list[Any], flags: Any = None
+        self, op: Op, name: str, hashes: list[Any], inputs: Inputs = ()
     ) -> tuple[list[BlockHash], int]:
         """Checked in Python, packed by numpy: odd elements, long hashes, no layout, the twin.
-        ``flags``: one per hash, handed to the entry point in ``out_a`` (``arc_finish``,
-        ``arc_store_misses``)."""
+        ``inputs``: ``(io array, values)`` pairs handed to the entry point (``_run_inputs``)."""
         hashes = read_hashes(hashes)  # TypeError / ValueError, or subclasses made plain
         n = len(hashes)
         lens = [len(block_hash) for block_hash in hashes]
@@ -316,8 +327,8 @@ class CPUOffloadingManager(OffloadingManager):
         lens_out = self._out(L.IO_LENS)
         lens_out[:n] = lens
         pack(hashes, self._q)
-        if flags is not None:
-            self._out(L.IO_OUT_A)[:n] = flags
+        for k, values in inputs:
+            self._out(k)[:n] = values
         result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
                     0, n, self._q, self._io)
         if result in SLOW_PATH:  # pragma: no cover - the batch was made to fit
@@ -390,18 +401,50 @@ class CPUOffloadingManager(OffloadingManager):
             marks = list(flags)
         if marks is not None and len(marks) != n:
             raise ValueError(f"{clause}: {n} hashes but {len(marks)} flags")
-        if not n:
-            return
+        if n:
+            self._run_inputs(name, hashes, ((L.IO_OUT_A, 0 if marks is None else marks),))
+
+    def _run_inputs(self, name: str, hashes: list[Any], inputs: Inputs) -> int:
+        """Entry point ``name`` on ``hashes`` (a list), with per-hash ``inputs``: ``(io
+        array, values)`` pairs (``layout.IO_OUT_A`` …) written after ``io`` is sized."""
+        n = len(hashes)
         op = _READY.get(name)
         if op is not None and self.direct:  # compiled: it reads (and checks) the list itself
             if n > self._batch:
                 self._grow_batch(n)
-            self._out(L.IO_OUT_A)[:n] = 0 if marks is None else marks
-            result = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
-                        id(hashes), n, self._q, self._io)
+            for k, values in inputs:
+                self._out(k)[:n] = values
+            result: int = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf,
+                             id(hashes), n, self._q, self._io)
             if result not in SLOW_PATH:
-                return
-        self._run_slow(op or runtime.entry(name), name, hashes, [False] * n if marks is None else marks)
+                return result
+        return self._run_slow(op or runtime.entry(name), name, hashes, inputs)[1]
+
+    # -- N9 ---------------------------------------------------------------------------
+    def rank_number(self) -> int:
+        """N9: a fresh number from the core's counter (a request's, drawn at its first access)."""
+        self._meta[L.CLOCK] += 1
+        return int(self._meta[L.CLOCK])
+
+    def rerank(self, block_hashes: list[BlockHash], number: int, positions: Sequence[int], raise_only: Flags) -> int:
+        """N9 (``lru_order="request-rank"``): present hash ``i`` takes rank
+        ``(number, -positions[i])``, unconditionally (inserted by the request) or, with
+        ``raise_only[i]``, only if that raises its rank (observed by it); absent hashes and
+        ghosts are left alone. The count re-ranked; bad input raises before anything changes."""
+        n = len(block_hashes)
+        if self.lru_order != "request-rank":
+            raise ValueError(f"N9: rerank needs lru_order='request-rank', not {self.lru_order!r}")
+        if len(positions) != n or len(raise_only) != n:
+            raise ValueError(f"N9: {n} hashes but {len(positions)} positions and {len(raise_only)} flags")
+        if not n:
+            return 0
+        minors = -np.asarray(positions, np.int64)
+        if minors.shape != (n,) or not (minors <= 0).all() or not (minors >= -_MAX_POSITION).all():
+            raise ValueError(f"N9: positions must be integers in [0, {_MAX_POSITION}]")
+        flags = np.frombuffer(raise_only, np.uint8) if isinstance(raise_only, (bytes, bytearray)) else raise_only
+        modes = np.asarray(flags, bool).astype(np.int64) + L.RANK_SET  # RANK_SET, or RANK_RAISE if flagged
+        hashes: list[Any] = block_hashes if type(block_hashes) is list else read_hashes(block_hashes)
+        return self._run_inputs("rerank", hashes, ((L.IO_OUT_A, modes), (L.IO_OUT_B, minors), (L.IO_OUT_C, number)))
 
     # -- M5 ---------------------------------------------------------------------------
     def prepare_store(self, block_hashes: Iterable[BlockHash]) -> PrepareStoreOutput | None:
@@ -516,7 +559,11 @@ class CPUOffloadingManager(OffloadingManager):
         blk, ts, ref = self._lst[:cap].tolist(), self._ts[:cap].tolist(), self._ref[:cap].tolist()
         objects = self._objects
         listed: list[list[tuple[BlockHash, int]]] = [[] for _ in range(L.LIST_COUNT)]
-        for i in sorted(range(cap), key=ts.__getitem__):  # one pass, oldest first, into each list
+        order: Callable[[int], Any] = ts.__getitem__
+        if self.lru_order == "request-rank":  # N9: (number, minor), then the key's bytes
+            minor = self._a32[len(self._a32) - cap :].tolist()
+            order = lambda i: (ts[i], minor[i], objects[i])  # noqa: E731
+        for i in sorted(range(cap), key=order):  # one pass, oldest first, into each list
             if L.T1 <= blk[i] < L.T1 + L.LIST_COUNT:
                 listed[blk[i] - L.T1].append((objects[i], ref[i]))
         lists = tuple(map(tuple, listed))
@@ -582,6 +629,8 @@ class CPUOffloadingManager(OffloadingManager):
             self._check_list(h, present & (blk == L.T1 + h) & (hpos == L.IN_LIST))
         if int(meta[N1]) != int((blk == L.T1).sum()) or int(meta[N1 + 1]) != int((blk == L.T2).sum()):
             raise ContractViolation("I1", "list sizes disagree with the blocks")
+        if self.lru_order == "request-rank" and self._a32[len(self._a32) - cap :][present & (hpos == L.IN_LIST)].any():
+            raise ContractViolation("N9", "a block ranked by a request's position is in the recency list")
         ghosts = int(((lst[cap:] == L.B1) | (lst[cap:] == L.B2)).sum())
         if self._ghosts:
             self._check_ghosts()

@@ -53,6 +53,7 @@ from .layout import (
     T1,
 )
 from .lists import l_prepend, l_unlink, lslot
+from .order import minors_of, rank_lt
 from .state import scratch, unpack, unpack_io
 from .pyobj import peek
 from .table import _LO32, _U32, home, node_tag, prefetch, prefetch_at, prefetch_cluster, slot_of, table_delete
@@ -85,13 +86,13 @@ def unprotect(nodes, cap, prot):  # type: ignore[no-untyped-def]
 
 # --------------------------------------------------------------------------- 2. choose
 @kernel()
-def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns):  # type: ignore[no-untyped-def]
+def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns, minor, keys):  # type: ignore[no-untyped-def]
     """Least-recent unprotected block of heap ``h`` (protected tops are set aside in ``side``)."""
     while True:
         nd = heap_top(hnode, meta, h)
         if nd < 0 or prot[nd] == 0:
             return nd, ns
-        heap_remove(hts, hnode, hpos, meta, h, nd)
+        heap_remove(hts, hnode, hpos, meta, h, nd, minor, keys)
         side[ns] = nd
         ns += 1
 
@@ -116,27 +117,29 @@ def _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl):  # type:
 
 
 @kernel()
-def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, lside, nl):  # type: ignore[no-untyped-def]
-    """Oldest unprotected eligible block of list ``h`` (L3, A4), or -1: ``(node, ns, nl)``."""
+def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, lside, nl, minor, keys):  # type: ignore[no-untyped-def]
+    """Oldest unprotected eligible block of list ``h`` (L3, A4; N9: lowest rank), or -1: ``(node, ns, nl)``."""
     m, nl = _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl)
-    e, ns = _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns)
-    if m < 0 or (e >= 0 and ts[e] < ts[m]):
+    e, ns = _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns, minor, keys)
+    if m < 0 or (e >= 0 and rank_lt(ts[e], e, ts[m], m, minor, keys)):
         return e, ns, nl
     return m, ns, nl
 
 
 @kernel()
-def pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl):  # type: ignore[no-untyped-def]
+def pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl, minor, keys):  # type: ignore[no-untyped-def]
     """P5: the policy's next victim ``(node, list id, ns, nl)``; LRU: the oldest of its list;
     ARC (A4): T1's oldest while |T1| (less victims taken from it) >= floor(p), else T2's."""
     e1 = meta[lslot(LIST_T1, LIST_HEAD)]
     if e1 < 0 or ref[e1] != 0 or prot[e1] != 0 or meta[HS0 + LIST_T1] != 0:  # not the plain list pop
-        e1, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl)
+        e1, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl,
+                               minor, keys)
     if meta[POLICY] != POLICY_ARC:
         return e1, LIST_T1, ns, nl
     if e1 >= 0 and meta[N1 + LIST_T1] - t1_taken >= target:
         return e1, LIST_T1, ns, nl
-    e2, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl)
+    e2, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl,
+                           minor, keys)
     if e1 >= 0 and e2 < 0:
         return e1, LIST_T1, ns, nl
     return e2, LIST_T2, ns, nl
@@ -148,6 +151,7 @@ def choose_victims(a64, a32, a8, pf, n, out_vic, from_list, keys, side, lside): 
     ``from_list``); blocks set aside on the way (in ``side``, ``lside``: room for every
     protected block) are put back where they were."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    minor = minors_of(a32, meta)
     ns = 0
     nl = 0
     t1_taken = 0
@@ -161,11 +165,12 @@ def choose_victims(a64, a32, a8, pf, n, out_vic, from_list, keys, side, lside): 
         if e1 >= 0 and ref[e1] == 0 and prot[e1] == 0 and meta[HS0 + LIST_T1] == 0 and (not arc or meta[N1 + LIST_T1] - t1_taken >= target):
             victim, h = e1, LIST_T1
         else:
-            victim, h, ns, nl = pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target, side, ns, lside, nl)
+            victim, h, ns, nl = pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target,
+                                            side, ns, lside, nl, minor, keys)
         if h == LIST_T1:
             t1_taken += 1
         if hpos[victim] >= 0:
-            heap_remove(hts, hnode, hpos, meta, h, victim)
+            heap_remove(hts, hnode, hpos, meta, h, victim, minor, keys)
         else:
             l_unlink(bprev, bnext, meta, h, victim)
         out_vic[k] = victim
@@ -174,7 +179,7 @@ def choose_victims(a64, a32, a8, pf, n, out_vic, from_list, keys, side, lside): 
         prefetch(lst, victim)  # its list kind freed,
         prefetch(ts, victim)  # and its stamp renewed when its block is stored again
     for j in range(ns):
-        heap_push(hts, hnode, hpos, ts, meta, lst[side[j]] - T1, side[j])
+        heap_push(hts, hnode, hpos, ts, meta, lst[side[j]] - T1, side[j], minor, keys)
     for j in range(nl - 1, -1, -1):  # protected heads back in front, in their order
         l_prepend(bprev, bnext, meta, lst[lside[j]] - T1, lside[j])
     meta[ELIG] -= n

@@ -4,7 +4,9 @@ A block met at its recency list's head while pending or in use is parked (see
 ``ops``); when it becomes ready and idle again it enters its list's 4-ary min-heap keyed
 by its own recency stamp ``ts`` (one heap for LRU, one per list for ARC: T1 and T2 share
 one array, T2's heap grows from the far end), so that it competes for eviction at its
-own age. In the steady state the heaps stay empty.
+own age. In the steady state the heaps stay empty. An LRU ranked by request (N9,
+``ranks``) also keeps its open requests' keys here; equal stamps are then ordered by
+``order.rank_lt``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 
 from .jit import kernel
 from .layout import CAP, HS0, IN_LIST
+from .order import rank_lt
 
 
 @kernel()
@@ -22,11 +25,11 @@ def _hp(h, i, cap):  # type: ignore[no-untyped-def]
 
 
 @kernel()
-def _sift_up(hts, hnode, hpos, h, i, cap, t, nd):  # type: ignore[no-untyped-def]
+def _sift_up(hts, hnode, hpos, h, i, cap, t, nd, minor, keys):  # type: ignore[no-untyped-def]
     while i > 0:
         par = (i - 1) >> 2
         pp = _hp(h, par, cap)
-        if hts[pp] <= t:
+        if not rank_lt(t, nd, hts[pp], hnode[pp], minor, keys):
             break
         p = _hp(h, i, cap)
         hts[p] = hts[pp]
@@ -40,7 +43,7 @@ def _sift_up(hts, hnode, hpos, h, i, cap, t, nd):  # type: ignore[no-untyped-def
 
 
 @kernel()
-def _sift_down(hts, hnode, hpos, h, i, size, cap, t, nd):  # type: ignore[no-untyped-def]
+def _sift_down(hts, hnode, hpos, h, i, size, cap, t, nd, minor, keys):  # type: ignore[no-untyped-def]
     while True:
         c = 4 * i + 1
         if c >= size:
@@ -51,11 +54,11 @@ def _sift_down(hts, hnode, hpos, h, i, size, cap, t, nd):  # type: ignore[no-unt
         end = min(c + 4, size)
         for k in range(c + 1, end):
             kp = _hp(h, k, cap)
-            if hts[kp] < bt:
+            if rank_lt(hts[kp], hnode[kp], bt, hnode[bp], minor, keys):
                 best = k
                 bp = kp
                 bt = hts[kp]
-        if bt >= t:
+        if not rank_lt(bt, hnode[bp], t, nd, minor, keys):
             break
         p = _hp(h, i, cap)
         hts[p] = bt
@@ -69,16 +72,16 @@ def _sift_down(hts, hnode, hpos, h, i, size, cap, t, nd):  # type: ignore[no-unt
 
 
 @kernel()
-def heap_push(hts, hnode, hpos, ts, meta, h, nd):  # type: ignore[no-untyped-def]
-    """Add block ``nd`` to heap ``h`` at its own stamp."""
+def heap_push(hts, hnode, hpos, ts, meta, h, nd, minor, keys):  # type: ignore[no-untyped-def]
+    """Add block ``nd`` to heap ``h`` at its own rank (``order``)."""
     cap = meta[CAP]
     size = meta[HS0 + h]
     meta[HS0 + h] = size + 1
-    _sift_up(hts, hnode, hpos, h, size, cap, ts[nd], nd)
+    _sift_up(hts, hnode, hpos, h, size, cap, ts[nd], nd, minor, keys)
 
 
 @kernel()
-def heap_remove(hts, hnode, hpos, meta, h, nd):  # type: ignore[no-untyped-def]
+def heap_remove(hts, hnode, hpos, meta, h, nd, minor, keys):  # type: ignore[no-untyped-def]
     """Take block ``nd`` out of heap ``h`` (its ``hpos`` becomes ``IN_LIST``; the caller re-files it)."""
     cap = meta[CAP]
     i = np.int64(hpos[nd])
@@ -90,10 +93,11 @@ def heap_remove(hts, hnode, hpos, meta, h, nd):  # type: ignore[no-untyped-def]
     lp = _hp(h, size, cap)
     t = hts[lp]
     x = hnode[lp]
-    if i > 0 and hts[_hp(h, (i - 1) >> 2, cap)] > t:
-        _sift_up(hts, hnode, hpos, h, i, cap, t, x)
+    pp = _hp(h, (i - 1) >> 2, cap)
+    if i > 0 and rank_lt(t, x, hts[pp], hnode[pp], minor, keys):
+        _sift_up(hts, hnode, hpos, h, i, cap, t, x, minor, keys)
     else:
-        _sift_down(hts, hnode, hpos, h, i, size, cap, t, x)
+        _sift_down(hts, hnode, hpos, h, i, size, cap, t, x, minor, keys)
 
 
 @kernel()

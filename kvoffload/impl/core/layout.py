@@ -68,6 +68,12 @@ def ghost_bounds(code: int, cap: int, small: int) -> tuple[int, int]:
     return 0, 0
 
 
+def minor_words(ranked: bool, cap: int) -> int:
+    """int32 words of per-block rank minors after the a32 fields (N9's ``-position``;
+    only an LRU ranked by request keeps them: ``ranks``)."""
+    return cap if ranked else 0
+
+
 def mark_bytes(code: int, cap: int) -> int:
     """Bytes of per-block marks (S3-FIFO's F4 counter, SIEVE's V1 bit) after the a8 fields."""
     return cap if code in MARKED else 0
@@ -98,7 +104,8 @@ HAND = 24  # SIEVE's hand (V1): the block it rests on, -1: none (the oldest); -1
 GBOUND = 25  # ghost list g keeps at most meta[GBOUND + g] ghosts (``ghost_bounds``)
 SMALL = 27  # S3-FIFO's target size s of S (F1); 0 for others
 MARK_MAX = 28  # the largest mark: S3-FIFO's counter saturates at 3 (F4), SIEVE's bit is 1 (V4)
-META_SIZE = 29
+RANKED = 29  # 1: LRU ranked by request (N9; ``ranks``): the a32 arena ends in a minor per block
+META_SIZE = 30
 
 
 def ghost_slot(g: int, part: int) -> int:
@@ -239,6 +246,13 @@ def io_size(batch: int) -> int:
     """Length of ``io`` for batches of up to ``batch`` hashes."""
     return IO_FIXED + IO_PER_HASH * batch
 
+
+# --------------------------------------------------------------------- rank modes (N9)
+#: ``ranks.rerank``'s per-key mode (``out_a[i]``): leave the key, give it the rank, or
+#: give it the rank only if that raises it.
+RANK_SKIP = 0
+RANK_SET = 1
+RANK_RAISE = 2
 
 # --------------------------------------------------------------------- result codes
 # Every entry point returns a count >= 0, or one of these (compared by name only).

@@ -34,6 +34,7 @@ from .layout import (
     POLICY_ARC,
     POLICY_S3FIFO,
     POLICY_SIEVE,
+    RANKED,
     HAND,
     SHIFT,
     T1,
@@ -43,6 +44,8 @@ from .layout import (
 from .ghosts import gslot
 from .lists import l_append, l_unlink
 from .marks import touch_marks
+from .order import minors_of
+from .ranks import rerank_all
 from .state import find_all, find_into, load, unpack, unpack_io
 from .store import prepare_store
 from .table import find, fingerprint, table_delete, tag_of, unready
@@ -54,6 +57,7 @@ __all__ = [
     "lookup",
     "prepare_load",
     "prepare_store",
+    "rerank",
     "store_fail",
     "store_ok",
     "touch",
@@ -99,7 +103,7 @@ def prepare_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore
         if ref[nd] == 0:
             meta[ELIG] -= 1
             if hpos[nd] >= 0:
-                heap_remove(hts, hnode, hpos, meta, lst[nd] - T1, nd)
+                heap_remove(hts, hnode, hpos, meta, lst[nd] - T1, nd, minors_of(a32, meta), keys)
                 hpos[nd] = PARKED
         ref[nd] += 1
         out_a[i] = nd
@@ -140,7 +144,7 @@ def complete_load(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignor
     for i in range(n):
         nd = nodes[i]
         if ref[nd] == 0 and hpos[nd] == PARKED:  # evictable again, at its own stamp
-            heap_push(hts, hnode, hpos, ts, meta, lst[nd] - T1, nd)
+            heap_push(hts, hnode, hpos, ts, meta, lst[nd] - T1, nd, minors_of(a32, meta), keys)
     return n
 
 
@@ -167,10 +171,11 @@ RENEW_FINISH = 1
 
 @kernel()  # one call per batch: the loop body lives once for touch and arc_finish
 def _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,  # type: ignore[no-untyped-def]
-               nodes, n, out_a, rule, arc):
+               nodes, n, out_a, rule, arc, minor, keys):
     """P4: the batch's blocks last to first; each leaves its place (its list, or the
     heap of idle blocks met at a list's head) for the most recent end of its list (L2),
-    or of T2 when promoted (a second use: A3 / K5); a new stamp either way."""
+    or of T2 when promoted (a second use: A3 / K5); a new stamp either way (N9: a fresh
+    number, minor 0)."""
     for i in range(n - 1, -1, -1):
         nd = nodes[i]
         if nd < 0:
@@ -189,13 +194,15 @@ def _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bn
         if hpos[nd] == IN_LIST:
             l_unlink(bprev, bnext, meta, h, nd)
         elif hpos[nd] >= 0:
-            heap_remove(hts, hnode, hpos, meta, h, nd)
+            heap_remove(hts, hnode, hpos, meta, h, nd, minor, keys)
         if promote:
             lst[nd] = T2
             meta[N1 + LIST_T1] -= 1
             meta[N1 + LIST_T2] += 1
             h = LIST_T2
         ts[nd] = meta[CLOCK]
+        if minor.shape[0] != 0:
+            minor[nd] = 0
         hpos[nd] = IN_LIST
         l_append(bprev, bnext, meta, h, nd)
 
@@ -212,7 +219,7 @@ def touch(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-unt
     if meta[POLICY] == POLICY_S3FIFO or meta[POLICY] == POLICY_SIEVE:  # F4, V4: marks only
         return touch_marks(a8, meta, nodes, lst, ref, n)
     _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
-               nodes, n, out_a, RENEW_TOUCH, meta[POLICY] == POLICY_ARC)
+               nodes, n, out_a, RENEW_TOUCH, meta[POLICY] == POLICY_ARC, minors_of(a32, meta), keys)
     return 0
 
 
@@ -231,7 +238,7 @@ def arc_finish(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
         return 0
     tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     _renew_all(meta, pf, ts, hts, ref, hpos, hnode, gprev, gnext, lst, bprev, bnext,
-               nodes, n, out_a, RENEW_FINISH, True)
+               nodes, n, out_a, RENEW_FINISH, True, minors_of(a32, meta), keys)
     return 0
 
 
@@ -278,8 +285,8 @@ def store_ok(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-
         if nd >= 0 and lst[nd] <= T2 and ref[nd] == -1:
             ref[nd] = 0
             meta[ELIG] += 1
-            if hpos[nd] == PARKED:  # met at the head while pending: compete at its stamp
-                heap_push(hts, hnode, hpos, ts, meta, lst[nd] - T1, nd)
+            if hpos[nd] == PARKED:  # met at the head while pending (or ranked, N9): compete at its rank
+                heap_push(hts, hnode, hpos, ts, meta, lst[nd] - T1, nd, minors_of(a32, meta), keys)
             out_a[m] = i
             m += 1
     return m
@@ -314,3 +321,20 @@ def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
             m += 1
     return m
 
+
+
+@kernel()
+def rerank(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """N9 (an LRU ranked by request): present hash ``i`` takes rank ``(out_c[i], out_b[i])``
+    by mode ``out_a[i]`` (``layout.RANK_SET`` / ``RANK_RAISE`` / ``RANK_SKIP``; all three set
+    by the caller); the count re-ranked. Any other manager: nothing changes."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = unpack_io(io)
+    w = load(addr, n, q, io, meta)
+    if w < 0:
+        return w
+    if meta[RANKED] == 0:
+        return 0
+    tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
+    return rerank_all(meta, ts, hts, ref, hpos, hnode, lst, bprev, bnext, minors_of(a32, meta), keys, nodes, n,
+                      out_a, out_c, out_b)

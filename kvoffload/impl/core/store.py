@@ -10,6 +10,7 @@ from .ghosts import g_drop
 from .jit import kernel
 from .layout import CLOCK, IN_LIST, KEYS_NARROW, LIST_T1, LIST_T2, N1, NFREE, POLICY, POLICY_S3FIFO, REFUSED, SHIFT, T1, T2
 from .lists import l_append
+from .order import minors_of
 from .state import addresses, find_all, hints, load, scratch, unpack, unpack_io
 from .table import _P1, _U32, find, home, prefetch, remember, row_head
 
@@ -84,6 +85,7 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
     """Index the ``m`` selected hashes as new pending blocks (block ids in ``out_ids``), each
     hinted for its object's next call (``layout.HINT_SLOTS``)."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    minor = minors_of(a32, meta)
     shift = np.uint64(meta[SHIFT])
     tm = np.uint64(table.shape[0] - 1)
     if moved:  # every insert probes from its home slot again: fetch them all at once first
@@ -108,6 +110,8 @@ def insert_selected(table, keys, a64, a32, a8, q, lens, tags, nodes, slots, m, m
         ref[b] = -1
         meta[CLOCK] += 1
         ts[b] = meta[CLOCK]
+        if minor.shape[0] != 0:  # N9: a fresh number (the caller may rank it next: ``ops.rerank``)
+            minor[b] = 0
         hpos[b] = IN_LIST
         l_append(bprev, bnext, meta, h, b)
         meta[N1 + h] += 1
