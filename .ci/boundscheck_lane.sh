@@ -26,4 +26,4 @@ except IndexError:
 else:
     raise SystemExit("boundscheck canary: an out-of-bounds read did not raise; the lane would prove nothing")
 PY
-python -m pytest -q -p no:cacheprovider tests/test_impl_lockstep.py tests/test_impl_s3fifo_sieve.py tests/test_hostile_*.py tests/test_replay.py "$@"
+python -m pytest -q -p no:cacheprovider tests/test_impl_lockstep.py tests/test_impl_ranks.py tests/test_impl_s3fifo_sieve.py tests/test_hostile_*.py tests/test_replay.py "$@"

@@ -70,13 +70,14 @@ class RankedCoreMachine(RuleBasedStateMachine):
         self._serve(request)
         self._model_observes(request, observable)
         want = self.model.prepare_store(keys)
-        self.ranks.observe(self.core, self.names[request], observable, self.positions[request])
+        new, number = self.ranks.begin(self.core, self.names[request], observable)
         got = self.core.prepare_store(keys)
+        self.ranks.observe(self.core, self.names[request], new, number, self.positions[request],
+                           got and got.block_hashes_to_store)
         assert (got is None) == (want is None)
         if got is not None and want is not None:
             assert got.block_hashes_to_store == want.block_hashes_to_store
             assert got.block_hashes_evicted == want.block_hashes_evicted, "N9: another victim"
-            self.ranks.inserted(self.core, self.names[request], got.block_hashes_to_store, self.positions[request])
 
     @rule(data=st.data(), success=st.booleans())
     def complete_store(self, data: st.DataObject, success: bool) -> None:
@@ -95,7 +96,8 @@ class RankedCoreMachine(RuleBasedStateMachine):
             self.model.prepare_load(keys)
             self._model_observes(request, keys)
             self.core.prepare_load(keys)
-            self.ranks.observe(self.core, self.names[request], keys, self.positions[request])
+            new, number = self.ranks.begin(self.core, self.names[request], keys)
+            self.ranks.observe(self.core, self.names[request], new, number, self.positions[request])
             self.loads.append(keys)
 
     @precondition(lambda self: self.loads)
@@ -158,9 +160,9 @@ def test_N9_a_request_tail_is_evicted_before_its_head_and_older_keys_keep_their_
     old, head, mid, tail, new = (bytes([i]) * 36 for i in range(5))
     core.prepare_store([old])
     positions = {head: 16, mid: 32, tail: 48}
-    ranks.observe(core, "r", [head, mid, tail], positions)
+    observed, number = ranks.begin(core, "r", [head, mid, tail])
     out = core.prepare_store([head, mid, tail])
-    ranks.inserted(core, "r", out.block_hashes_to_store, positions)
+    ranks.observe(core, "r", observed, number, positions, out.block_hashes_to_store)
     core.complete_store([old, head, mid, tail])
     assert core.prepare_store([new]).block_hashes_evicted == [old]
     core.complete_store([new])

@@ -7,11 +7,12 @@ present and that raises its rank (N9). The core keeps the ranks (``core.ranks``,
 ``CPUOffloadingManager.rerank``); this class keeps, per open request, its number and the
 keys it has observed, and tells the core what to rank after each call:
 
-- ``observe`` before a ``prepare_store`` (after the admission filter) and after a
-  ``prepare_load``, with the keys the call observes (loaded; offered absent, or ready);
-  the number is drawn before the store inserts anything, so the store's unpositioned
-  inserts (fresh numbers) rank above the request's keys, as in vLLM;
-- ``inserted`` after a ``prepare_store``, with the keys it stored;
+- ``begin`` before a ``prepare_store`` (after the admission filter) or ``prepare_load``,
+  with the keys the call observes (loaded; offered absent, or ready): the keys new to the
+  request, and its number, drawn now at its first access, so that the store's
+  unpositioned inserts (fresh numbers) rank above the request's keys, as in vLLM;
+- ``observe`` once the call succeeded (a refused store included), with the keys a store
+  inserted;
 - ``finish`` at the request's end (the caller then touches its keys in K5's order: fresh
   numbers, minor 0), ``clear`` at ``reset_cache`` (a new generation, K7).
 
@@ -36,37 +37,43 @@ class RequestRanks:
         self._numbers: dict[Hashable, int] = {}
         self._observed: dict[Hashable, set[bytes]] = {}
 
-    def _number(self, core: CPUOffloadingManager, request: Hashable) -> int:
-        number = self._numbers.get(request)
-        if number is None:
-            number = self._numbers[request] = core.rank_number()
-        return number
-
     @implements("N9", "K5")
-    def observe(self, core: CPUOffloadingManager, request: Hashable, keys: Iterable[bytes],
-                positions: Mapping[bytes, int]) -> None:
-        """The request observes ``keys``: those new to it draw its number (at its first
-        access) and raise the positioned present ones to ``(number, -p)``."""
-        seen = self._observed.get(request)
-        if seen is None:
-            seen = self._observed[request] = set()
+    def begin(self, core: CPUOffloadingManager, request: Hashable, keys: Iterable[bytes]) -> tuple[list[bytes], int]:
+        """Before a call: the keys of ``keys`` new to the request (once each, in order) and
+        the number they rank by, drawn now if the request has none (its first access: before
+        the call's inserts take fresh numbers); ``([], 0)`` when none is new. Changes only
+        the core's counter: :meth:`observe` records them once the call succeeded."""
+        seen = self._observed.get(request, ())
         new = [key for key in dict.fromkeys(keys) if key not in seen]
         if not new:
-            return
-        seen.update(new)
-        number = self._number(core, request)
-        ranked = [key for key in new if key in positions]
-        if ranked:
-            core.rerank(ranked, number, [positions[key] for key in ranked], b"\x01" * len(ranked))
+            return new, 0
+        number = self._numbers.get(request)
+        return new, core.rank_number() if number is None else number
 
-    @implements("N9")
-    def inserted(self, core: CPUOffloadingManager, request: Hashable, keys: list[bytes],
-                 positions: Mapping[bytes, int]) -> None:
-        """The request stored ``keys`` (new, pending): each positioned one ranks ``(number, -p)``."""
-        ranked = [key for key in keys if key in positions] if positions else []
-        if ranked:
-            core.rerank(ranked, self._number(core, request), [positions[key] for key in ranked],
-                        bytes(len(ranked)))
+    @implements("N9", "K5")
+    def observe(self, core: CPUOffloadingManager, request: Hashable, new: list[bytes], number: int,
+                positions: Mapping[bytes, int], inserted: list[bytes] | None = None) -> None:
+        """After the call: the request observed ``new`` (from :meth:`begin`) and keeps
+        ``number``; each positioned key it ``inserted`` ranks ``(number, -p)``, each other
+        positioned present key of ``new`` rises to it if that is higher. One core call."""
+        if new:
+            self._numbers[request] = number
+            seen = self._observed.get(request)
+            if seen is None:
+                seen = self._observed[request] = set()
+            seen.update(new)
+        number = self._numbers.get(request, 0)
+        if not positions or not number:  # nothing positioned, or nothing ever observed
+            return
+        stored = [key for key in inserted if key in positions] if inserted else []
+        if stored:
+            was_stored = set(stored)
+            raised = [key for key in new if key in positions and key not in was_stored]
+        else:
+            raised = [key for key in new if key in positions]
+        if raised or stored:
+            keys = raised + stored
+            core.rerank(keys, number, [positions[key] for key in keys], b"\x01" * len(raised) + bytes(len(stored)))
 
     def finish(self, request: Hashable) -> None:
         """K5: the request ended; what it observed and its number are forgotten."""

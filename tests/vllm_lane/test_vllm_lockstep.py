@@ -1,7 +1,9 @@
-"""``KVOffloadingManager`` (built by ``make_manager``) in lockstep with vLLM 0.32's own
-``CPUOffloadingManager`` (LRU), through the calls its connector makes, with several
+"""``KVOffloadingManager`` (built by ``make_manager``) in lockstep with the installed vLLM's
+own ``CPUOffloadingManager`` (LRU), through the calls its connector makes, with several
 requests in flight: every per-key lookup, load spec length, store decision (keys to
-store, evicted keys, refusal) and event must be the same, call for call (M1–M8)."""
+store, evicted keys, refusal) and event must be the same, call for call (M1–M8). On vLLM
+0.32 both keep L1's recency order; on 0.33 both rank an open request's keys by position
+(N9): the requests here are positioned and interleaved, so evictions fall inside them."""
 
 from __future__ import annotations
 
@@ -129,14 +131,6 @@ class ConnectorLockstep(RuleBasedStateMachine):
 
 
 TestConnectorLockstep = ConnectorLockstep.TestCase
-# vLLM 0.33's LRUCachePolicy ranks a request's keys by token position, tails before heads
-# (one provisional rank per request, cpu/policies/lru.py); ours keeps the contract's L1
-# order, which is vLLM 0.32's: the victims of a full cache differ, so the exact lockstep
-# runs against 0.32 only. A known divergence, listed in the README's vLLM table.
-TestConnectorLockstep = pytest.mark.skipif(
-    hasattr(__import__("vllm.v1.kv_offload.base", fromlist=["OffloadingManager"]).OffloadingManager, "on_reset_flushed"),
-    reason="vLLM 0.33's LRU orders a request's keys tail-first; ours keeps 0.32's order (L1)",
-)(TestConnectorLockstep)
 TestConnectorLockstep.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
 
 

@@ -4,7 +4,8 @@ Under vLLM 0.33 (the overlay lane) the suite detects 0.33's ``LRUCachePolicy`` a
 its manager by N9, with evictions steered into open positioned requests; bugs planted in
 the RANK logic of vLLM's own ``lru.py`` (built from the installed source, one line each:
 ``lru_rank_mutants.py``) are caught at default settings with N9 first. Under 0.32 the
-same targets are judged by recency (L1), and our manager declares recency on both."""
+same targets are judged by recency (L1). Our manager keeps the installed vLLM's order (its
+``lru_order``: auto) and is judged by it, N9 on 0.33."""
 
 from __future__ import annotations
 
@@ -38,13 +39,32 @@ def test_N9_lru_order_is_detected_per_vllm_version_and_declared_by_ours() -> Non
     expected = "request-rank" if has_request_rank_lru() else "recency"
     assert detect_lru_order(vllm_lru(2)) == expected
     assert detect_lru_order(LRUCachePolicy(cache_capacity=2)) == expected
-    assert detect_lru_order(make_manager(2, "lru")) == "recency"  # declared: ours keeps L1 (README)
+    assert detect_lru_order(make_manager(2, "lru")) == expected  # declared: ours follows vLLM's own
+    assert detect_lru_order(make_manager(2, "lru", lru_order="recency")) == "recency"
+    assert detect_lru_order(make_manager(2, "arc")) == "recency"
+    with pytest.raises(ValueError, match="lru_order"):
+        make_manager(2, "arc", lru_order="request-rank")
     assert resolve_lru_order(vllm_lru(2), "vllm", "arc", "auto") == "-"
     assert resolve_lru_order(vllm_lru(2), "vllm", "lru", "recency") == "recency"  # forced
     with pytest.raises(ValueError, match="N9"):
         resolve_lru_order(vllm_lru(2), "contract", "lru", "request-rank")
     with pytest.raises(ValueError, match="N9"):
         resolve_lru_order(vllm_lru(2), "vllm", "arc", "request-rank")
+
+
+@only_033
+def test_N9_ours_conforms_by_request_rank_under_vllm033() -> None:
+    """Our manager on 0.33 (``lru_order`` auto: N9), default settings: judged by N9 with
+    evictions inside open positioned requests, nothing found."""
+    from kvoffload.impl.vllm import make_manager
+
+    def ours(num_blocks: int, enable_events: bool = False) -> Any:
+        return make_manager(num_blocks, "lru", enable_events=enable_events)
+
+    result = check_manager(ours, policy="lru")
+    assert result.ok, result.report()
+    assert result.lru_order == "request-rank"
+    assert {"N9", "K5", "K7", "L3"} <= set(result.clauses_exercised)
 
 
 @only_033

@@ -196,26 +196,31 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
     """The floor (LRU), kvoffload, the installed vLLM's own manager through its interface;
     the floor, kvoffload and (``reference``) the reference model through the batch API.
 
-    vLLM's LRU must give kvoffload's answers where it orders keys by recency (L1: 0.32);
-    0.33's ranks them by request (N9), which kvoffload does not (it keeps L1), so there
-    its answers may differ, as vLLM's ARC's may."""
+    vLLM's LRU must give kvoffload's answers: both keep the installed vLLM's order (L1 on
+    0.32; on 0.33 both rank an open request's keys by position, N9), vLLM's ARC is another
+    algorithm. Under N9 the floor (L1) and the batch API (no requests: L1) may differ from
+    kvoffload through vLLM's interface."""
     from kvoffload.impl import CPUOffloadingManager
     from kvoffload.spec import ReferenceManager
     from kvoffload.spec.rank_lru import detect_lru_order
 
     lru = policy == "lru"
+    ranked = False  # kvoffload through vLLM's interface ranks by request (N9)
     out: list[Contender] = []
     if calls is not None:
         from kvoffload.impl.vllm import make_manager
         from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager as VllmManager
 
         results = calls.results
+        ours = make_manager(1, policy).lru_order
+        ranked = lru and ours == "request-rank"
         out += [
-            Contender("floor (OrderedDict LRU)", "vLLM interface", lambda: FloorLRUPerKey(capacity, results), lru),
+            Contender("floor (OrderedDict LRU)", "vLLM interface", lambda: FloorLRUPerKey(capacity, results),
+                      lru and not ranked),
             Contender("kvoffload", "vLLM interface", lambda: make_manager(capacity, policy), True),
         ]
         if policy in ("lru", "arc"):  # vLLM's own manager has no S3-FIFO or SIEVE
-            same_order = lru and detect_lru_order(VllmManager(num_chunks=1, cache_policy=policy)) == "recency"
+            same_order = lru and detect_lru_order(VllmManager(num_chunks=1, cache_policy=policy)) == ours
             out.append(Contender(calls.label, "vLLM interface",
                                  lambda: VllmManager(num_chunks=capacity, cache_policy=policy), same_order))
     out += [
@@ -223,7 +228,7 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
         # ARC through vLLM's interface follows K5/K6 (request-level recency, store misses
         # reported first), which the batch API has no requests for: its answers may differ.
         Contender("kvoffload", "batch API", lambda: CPUOffloadingManager(capacity, policy=policy),
-                  calls is None or policy != "arc"),
+                  calls is None or (policy != "arc" and not ranked)),
     ]
     if reference:
         out.append(Contender("reference", "batch API", lambda: ReferenceManager(capacity, policy=policy), True))

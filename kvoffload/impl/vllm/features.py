@@ -10,7 +10,7 @@ import dataclasses
 
 from vllm.v1.kv_offload.base import OffloadingEvent, OffloadingManager, OffloadingSpec
 
-__all__ = ["RESET_FENCE", "METADATA_ONLY_EVENTS", "CONFIG_INFO"]
+__all__ = ["RESET_FENCE", "METADATA_ONLY_EVENTS", "CONFIG_INFO", "LRU_RANKS_REQUESTS", "lru_order"]
 
 #: 0.33: the connector calls ``on_reset_flushed()`` once the workers reported every job in
 #: flight at ``reset_cache()`` (N1); 0.32 never does, and discards those jobs instead.
@@ -23,3 +23,27 @@ METADATA_ONLY_EVENTS: bool = "metadata_only" in {f.name for f in dataclasses.fie
 #: 0.33: the info gauge ``vllm:kv_offload_config_info`` (spec ``config_info_keys``,
 #: manager ``config_info``, N3).
 CONFIG_INFO: bool = hasattr(OffloadingSpec, "config_info_keys")
+
+
+def _lru_ranks_requests() -> bool:
+    try:
+        from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy
+    except ImportError:  # pragma: no cover - both 0.32 and 0.33 have it
+        return False
+    return "on_request_access" in vars(LRUCachePolicy)
+
+
+#: 0.33: vLLM's own ``LRUCachePolicy`` ranks an open request's keys by position (N9); 0.32's
+#: is the contract's recency order (L1).
+LRU_RANKS_REQUESTS: bool = _lru_ranks_requests()
+
+
+def lru_order(policy: str, asked: object = "auto") -> str:
+    """The LRU order our manager keeps (N9): ``asked`` (``"recency"``, ``"request-rank"``),
+    or with ``"auto"`` the installed vLLM's own (``request-rank`` on 0.33). Only LRU ranks by
+    request; ``ValueError`` (S4) for anything else asked."""
+    if asked == "auto":
+        return "request-rank" if policy == "lru" and LRU_RANKS_REQUESTS else "recency"
+    if asked not in ("recency", "request-rank") or (asked == "request-rank" and policy != "lru"):
+        raise ValueError(f"S4: lru_order={asked!r} is not 'auto', 'recency' or 'request-rank' (LRU only)")
+    return str(asked)

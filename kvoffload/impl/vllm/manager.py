@@ -35,6 +35,7 @@ from ...spec.clauses import implements
 from ...spec.types import BlockHash
 from ..keyindex import KeyIndexedManager
 from ..manager import CPUOffloadingManager
+from ..request_ranks import RequestRanks
 from . import features
 from ._log import log_enabled, log_event
 from .admission import StoreAdmission
@@ -73,6 +74,19 @@ def _positioned_groups(keys: list[bytes], positions: Mapping[bytes, int]) -> lis
     return ordered
 
 
+def _positions(req_context: Any, keys: Iterable[bytes]) -> Mapping[bytes, int]:
+    """The request's end-token positions (K5, N9): vLLM's ``ReqContext`` keeps them in a
+    dict, read directly (a method call per key costs more than the work), else asked per
+    key of ``keys``."""
+    positions = getattr(req_context, "_offload_key_positions", None)
+    if isinstance(positions, dict):
+        return positions
+    position = getattr(req_context, "get_offload_key_position", None)
+    if not callable(position):
+        return {}
+    return {key: p for key in keys if (p := position(key)) is not None}
+
+
 def _exactly_in_position_order(keys: list[bytes], positions: Mapping[bytes, int]) -> bool:
     """Whether ``keys`` are the keys of ``positions`` in its order, their positions
     strictly increasing: then they are distinct and in vLLM's order already (K5's and
@@ -100,8 +114,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
     gauge (N3).
     """
 
-    #: Our LRU keeps the contract's recency order (L1, vLLM 0.32's) under 0.33 too, not
-    #: 0.33's request-rank order (N9): declared, so the conformance suite judges it by L1.
+    #: The LRU order, declared for the conformance suite: ``"recency"`` (L1, vLLM 0.32's) or
+    #: ``"request-rank"`` (N9, vLLM 0.33's), the core's (``lru_order=`` where it is built).
     lru_order = "recency"
 
     def __init__(
@@ -139,6 +153,9 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         self._arc = self.core.policy == "arc"
         # ARC: per open request, the lists its calls saw (K5's flags come at its end).
         self._arc_requests = ArcRequests()
+        # N9 (an LRU ranked by request): per open request, its number and what it observed.
+        self.lru_order = self.core.lru_order
+        self._ranks = RequestRanks() if self.lru_order == "request-rank" else None
 
     @property
     def core(self) -> CPUOffloadingManager:
@@ -181,6 +198,9 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         hashes = _keys(keys)
         spec = self.cache.prepare_load(hashes)
         req_id = getattr(req_context, "req_id", None)
+        if self._ranks is not None and req_id is not None:  # N9: the loaded keys are observed
+            new, number = self._ranks.begin(self.core, req_id, hashes)
+            self._ranks.observe(self.core, req_id, new, number, _positions(req_context, new))
         observed = self._record(req_id, hashes)
         if self._arc and req_id is not None:
             self._arc_requests.loaded(req_id, observed)
@@ -218,7 +238,30 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         req_id = getattr(req_context, "req_id", None)
         if self._arc:  # K6, before M5 (also when the store is then refused)
             self.core.arc_store_misses(hashes, self._arc_requests.reported(req_id, hashes))
+        if self._ranks is not None and req_id is not None:
+            return self._ranked_store(hashes, offered, req_id, req_context)
         output = self.cache.prepare_store(hashes)
+        return self._store_output(hashes, offered, req_id, output)
+
+    @implements("N9")
+    def _ranked_store(self, hashes: list[BlockHash], offered: Iterable[bytes], req_id: str, req_context: Any) -> Any:
+        """N9: the offered keys new to the request draw its number before the store inserts
+        anything; once the store answered (refused or not) they are observed, and the keys
+        it stored rank ``(number, -position)``."""
+        ranks = self._ranks
+        assert ranks is not None
+        offered = list(offered)
+        try:
+            new, number = ranks.begin(self.core, req_id, offered)
+        except TypeError:  # an unhashable element: the core refuses the store below (M9)
+            new, number = [], 0
+        output = self.cache.prepare_store(hashes)
+        positions = _positions(req_context, offered)
+        ranks.observe(self.core, req_id, new, number, positions, None if output is None else output.block_hashes_to_store)
+        return self._store_output(hashes, offered, req_id, output)
+
+    def _store_output(self, hashes: list[BlockHash], offered: Iterable[bytes], req_id: str | None, output: Any) -> Any:
+        """What ``prepare_store`` records (K5) and answers once the core answered."""
         observed = self._record(req_id, offered)
         if self._arc and req_id is not None:
             if output is None:  # refused: nothing changed, so the ready keys are those of now
@@ -266,6 +309,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         (``_arc_finish``) instead."""
         self.counters["requests_finished"] += 1
         req_id = getattr(req_context, "req_id", None)
+        if self._ranks is not None:  # N9: its end gives fresh numbers (the touch below)
+            self._ranks.finish(req_id)
         seen = self._seen.pop(req_id, None)  # type: ignore[arg-type]
         if not seen:
             if self._arc:
@@ -296,13 +341,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         """The request's keys once each, first seen first, in vLLM's order
         (``order_request_keys``): by group, then by end-token position when every key
         has one (stable: groups break ties)."""
-        # vLLM 0.32's ReqContext keeps the positions in this dict; reading it directly
-        # keeps the work at C speed (a method call per key costs more than the sort).
-        positions = getattr(req_context, "_offload_key_positions", None)
-        if not isinstance(positions, dict):
-            position = getattr(req_context, "get_offload_key_position", None)
-            positions = {key: position(key) for key in keys} if callable(position) else {}
-            positions = {key: p for key, p in positions.items() if p is not None}
+        positions = _positions(req_context, keys)
         if _exactly_in_position_order(keys, positions):
             return keys  # the usual end of a request, without a dict lookup per key
         try:
@@ -368,6 +407,8 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
             self.fence = ResetFence()
         self._seen.clear()
         self._arc_requests.clear()
+        if self._ranks is not None:
+            self._ranks.clear()
         self.counters["resets"] += 1
         if self._log:
             log_event(side="scheduler", op="reset_cache")

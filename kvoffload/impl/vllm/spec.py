@@ -15,6 +15,8 @@ each worker process). The translation (S1–S4):
   already counts every group's layers; the worker's host planes (one per KV tensor, of
   ``num_blocks · blocks_per_chunk`` pages) hold what vLLM's own CPU worker holds;
 - ``eviction_policy`` (``lru``/``arc``/``s3fifo``/``sieve``) as given; events on when vLLM publishes KV events;
+- ``lru_order`` (``auto``/``recency``/``request-rank``): LRU's order; ``auto`` (default) is
+  the installed vLLM's own (0.32: recency, L1; 0.33: request-rank, N9);
 - ``kv_layout`` = ``page``: the worker sees canonical ``(num_blocks, page_bytes)`` tensors.
 
 Every error is a ``ValueError`` naming the key and the value (S4), raised before anything
@@ -31,7 +33,7 @@ from vllm.v1.kv_offload.base import OffloadingSpec
 
 from ..cpu_spec import CPUOffloadingSpec
 from ..manager import CPUOffloadingManager
-from . import stats
+from . import features, stats
 from .admission import StoreAdmission
 from ._log import log_event
 from .manager import KVOffloadingManager
@@ -178,6 +180,7 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
         num_blocks = ours["num_blocks"] = _num_blocks(extra, per_block, per_chunk_bytes)
 
         self.num_blocks = num_blocks
+        self.lru_order = features.lru_order(str(extra.get("eviction_policy", "lru")), extra.get("lru_order", "auto"))
         self.core = CPUOffloadingSpec(
             hash_block_size=int(config.cache.tokens_per_hash),
             gpu_block_sizes=[int(g.tokens_per_block) for g in groups],
@@ -213,6 +216,7 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
             policy=core.eviction_policy,
             enable_events=core.enable_events,
             block_size=core.offloaded_block_sizes[0],
+            lru_order=self.lru_order,
         )
 
     def get_manager(self) -> KVOffloadingManager:

@@ -44,7 +44,7 @@ from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
 from vllm.v1.kv_offload.tiering.spec import TieringOffloadingSpec
 
 from ..manager import MANAGER_POLICIES, CPUOffloadingManager
-from . import stats
+from . import features, stats
 from ._log import log_event
 from .primary import KVOffloadPrimaryTier, KVOffloadTieringManager
 from .worker import KVOffloadingWorker
@@ -140,6 +140,7 @@ class KVOffloadTieringSpec(TieringOffloadingSpec):  # type: ignore[misc]
         self.gpu_block_size = sizes[0]
         self._region_worker: RegionWorker | None = None
         self.primary_kind = _primary_kind(dict(self.extra_config))
+        self.lru_order = features.lru_order(str(self.eviction_policy), dict(self.extra_config).get("lru_order", "auto"))
         self._manager: Any = getattr(self, "_manager", None)  # vLLM's, typed for mypy
 
     def _new_core_manager(self) -> CPUOffloadingManager:
@@ -148,6 +149,7 @@ class KVOffloadTieringSpec(TieringOffloadingSpec):  # type: ignore[misc]
             policy=self.eviction_policy,
             enable_events=bool(self.kv_events_config.enable_kv_cache_events),
             block_size=self.gpu_block_size * int(self.blocks_per_chunk),
+            lru_order=self.lru_order,
         )
 
     def get_manager(self) -> Any:
