@@ -71,9 +71,10 @@ class RankedCoreMachine(RuleBasedStateMachine):
         self._model_observes(request, observable)
         want = self.model.prepare_store(keys)
         new, number = self.ranks.begin(self.core, self.names[request], observable)
+        ready = [key for key in new if key in blocks]  # observable and present: ready
         got = self.core.prepare_store(keys)
-        self.ranks.observe(self.core, self.names[request], new, number, self.positions[request],
-                           got and got.block_hashes_to_store)
+        self.ranks.observe(self.core, self.names[request], new, number, self.positions[request], ready,
+                           [] if got is None else got.block_hashes_to_store)
         assert (got is None) == (want is None)
         if got is not None and want is not None:
             assert got.block_hashes_to_store == want.block_hashes_to_store
@@ -97,7 +98,7 @@ class RankedCoreMachine(RuleBasedStateMachine):
             self._model_observes(request, keys)
             self.core.prepare_load(keys)
             new, number = self.ranks.begin(self.core, self.names[request], keys)
-            self.ranks.observe(self.core, self.names[request], new, number, self.positions[request])
+            self.ranks.observe(self.core, self.names[request], new, number, self.positions[request], new)
             self.loads.append(keys)
 
     @precondition(lambda self: self.loads)
@@ -142,14 +143,14 @@ def test_N9_rerank_refuses_bad_input_and_other_orders() -> None:
     core = CPUOffloadingManager(4, "lru", lru_order="request-rank")
     core.prepare_store([b"a" * 8])
     before = [array.copy() for array in core._state]
-    for positions, flags in (([-1], b"\x00"), ([2**31], b"\x00"), ([1, 2], b"\x00")):
+    for positions, raised in (([-1], 0), ([2**31], 1), ([2**70], 0), (["x"], 0), ([1, 2], 0), ([1], 2)):
         with pytest.raises(ValueError, match="N9"):
-            core.rerank([b"a" * 8], 1, positions, flags)
+            core.rerank([b"a" * 8], 1, positions, raised)
     assert all((a == b).all() for a, b in zip(before, core._state))
     with pytest.raises(ValueError, match="N9"):
         CPUOffloadingManager(4, "arc", lru_order="request-rank")
     with pytest.raises(ValueError, match="N9"):
-        CPUOffloadingManager(4, "lru").rerank([b"a" * 8], 1, [0], b"\x00")
+        CPUOffloadingManager(4, "lru").rerank([b"a" * 8], 1, [0])
 
 
 def test_N9_a_request_tail_is_evicted_before_its_head_and_older_keys_keep_their_place() -> None:
@@ -162,7 +163,7 @@ def test_N9_a_request_tail_is_evicted_before_its_head_and_older_keys_keep_their_
     positions = {head: 16, mid: 32, tail: 48}
     observed, number = ranks.begin(core, "r", [head, mid, tail])
     out = core.prepare_store([head, mid, tail])
-    ranks.observe(core, "r", observed, number, positions, out.block_hashes_to_store)
+    ranks.observe(core, "r", observed, number, positions, [], out.block_hashes_to_store)
     core.complete_store([old, head, mid, tail])
     assert core.prepare_store([new]).block_hashes_evicted == [old]
     core.complete_store([new])

@@ -64,8 +64,8 @@ __all__ = ["CPUOffloadingManager", "MANAGER_POLICIES"]
 MANAGER_POLICIES = tuple(POLICIES)
 _MAX_NODES = 2**31 - 2
 _LRU_ORDERS = ("recency", "request-rank")
-#: N9's positions are kept as int32 minors (``-position``).
-_MAX_POSITION = 2**31 - 1
+#: ``rerank``'s modes: the observed keys first (they only rise), then the inserted ones.
+_RANK_MODES = np.array([L.RANK_RAISE, L.RANK_SET], np.int64)
 _NOT_BYTES = (bytes, bytearray, memoryview, str)
 _KEY_WORDS = 5  # [length, 4 words]: 32-byte hashes; rows widen when longer hashes come
 _Q_WORDS = 5  # batch rows: up to 40-byte hashes before the scratch widens
@@ -426,25 +426,31 @@ class CPUOffloadingManager(OffloadingManager):
         self._meta[L.CLOCK] += 1
         return int(self._meta[L.CLOCK])
 
-    def rerank(self, block_hashes: list[BlockHash], number: int, positions: Sequence[int], raise_only: Flags) -> int:
+    def rerank(self, block_hashes: list[BlockHash], number: int, positions: Sequence[int], raised: int = 0) -> int:
         """N9 (``lru_order="request-rank"``): present hash ``i`` takes rank
-        ``(number, -positions[i])``, unconditionally (inserted by the request) or, with
-        ``raise_only[i]``, only if that raises its rank (observed by it); absent hashes and
-        ghosts are left alone. The count re-ranked; bad input raises before anything changes."""
+        ``(number, -positions[i])``: the first ``raised`` only if that raises their rank
+        (observed by the request), the others unconditionally (inserted by it); absent
+        hashes and ghosts are left alone. Positions are integers in ``[0, 2**31 - 1]``.
+        The count re-ranked; bad input raises ``ValueError`` before anything changes."""
         n = len(block_hashes)
         if self.lru_order != "request-rank":
             raise ValueError(f"N9: rerank needs lru_order='request-rank', not {self.lru_order!r}")
-        if len(positions) != n or len(raise_only) != n:
-            raise ValueError(f"N9: {n} hashes but {len(positions)} positions and {len(raise_only)} flags")
+        if len(positions) != n or not 0 <= raised <= n:
+            raise ValueError(f"N9: {n} hashes, {len(positions)} positions, {raised} raised")
         if not n:
             return 0
-        minors = -np.asarray(positions, np.int64)
-        if minors.shape != (n,) or not (minors <= 0).all() or not (minors >= -_MAX_POSITION).all():
-            raise ValueError(f"N9: positions must be integers in [0, {_MAX_POSITION}]")
-        flags = np.frombuffer(raise_only, np.uint8) if isinstance(raise_only, (bytes, bytearray)) else raise_only
-        modes = np.asarray(flags, bool).astype(np.int64) + L.RANK_SET  # RANK_SET, or RANK_RAISE if flagged
+        try:
+            values = np.asarray(positions, np.int64)
+        except (OverflowError, TypeError, ValueError):
+            values = np.full(n, -1, np.int64)  # refused below, naming the position
+        modes = np.repeat(_RANK_MODES, (raised, n - raised))
         hashes: list[Any] = block_hashes if type(block_hashes) is list else read_hashes(block_hashes)
-        return self._run_inputs("rerank", hashes, ((L.IO_OUT_A, modes), (L.IO_OUT_B, minors), (L.IO_OUT_C, number)))
+        result = self._run_inputs("rerank", hashes, ((L.IO_OUT_A, modes), (L.IO_OUT_B, values), (L.IO_OUT_C, number)))
+        if result == L.POSITION_BAD:
+            i = int(self._io[0])
+            raise ValueError(f"N9: position {positions[i]!r} of {describe_hash(hashes[i])} is not an integer "
+                             f"in [0, {L.MAX_POSITION}]")
+        return result
 
     # -- M5 ---------------------------------------------------------------------------
     def prepare_store(self, block_hashes: Iterable[BlockHash]) -> PrepareStoreOutput | None:

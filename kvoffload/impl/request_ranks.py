@@ -22,11 +22,26 @@ An unpositioned key (no end token) is never ranked here: it keeps its fresh numb
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
+from itertools import compress, filterfalse
 
 from ..spec.clauses import implements
 from .manager import CPUOffloadingManager
 
 __all__ = ["RequestRanks"]
+
+_NONE: list[bytes] = []
+
+
+def _positioned(keys: list[bytes], positions: Mapping[bytes, int]) -> tuple[list[bytes], list[int]]:
+    """The keys of ``keys`` that have a position, and their positions (every key has one
+    in vLLM's usual call: then one C-level pass)."""
+    if not keys:
+        return keys, []
+    try:
+        return keys, list(map(positions.__getitem__, keys))
+    except KeyError:
+        kept = list(compress(keys, map(positions.__contains__, keys)))
+        return kept, list(map(positions.__getitem__, kept))
 
 
 @implements("N9", "K5", "K7")
@@ -39,12 +54,14 @@ class RequestRanks:
 
     @implements("N9", "K5")
     def begin(self, core: CPUOffloadingManager, request: Hashable, keys: Iterable[bytes]) -> tuple[list[bytes], int]:
-        """Before a call: the keys of ``keys`` new to the request (once each, in order) and
-        the number they rank by, drawn now if the request has none (its first access: before
-        the call's inserts take fresh numbers); ``([], 0)`` when none is new. Changes only
-        the core's counter: :meth:`observe` records them once the call succeeded."""
-        seen = self._observed.get(request, ())
-        new = [key for key in dict.fromkeys(keys) if key not in seen]
+        """Before a call: the keys of ``keys`` new to the request, in order, and the number
+        they rank by, drawn now if the request has none (its first access: before the call's
+        inserts take fresh numbers); ``([], 0)`` when none is new. A key twice in ``keys``
+        stays twice: ranking it again to the same rank changes nothing, and dropping
+        repeats would cost more. Changes only the core's counter: :meth:`observe` records
+        them once the call succeeded."""
+        seen = self._observed.get(request)
+        new = list(keys) if seen is None else list(filterfalse(seen.__contains__, keys))
         if not new:
             return new, 0
         number = self._numbers.get(request)
@@ -52,28 +69,25 @@ class RequestRanks:
 
     @implements("N9", "K5")
     def observe(self, core: CPUOffloadingManager, request: Hashable, new: list[bytes], number: int,
-                positions: Mapping[bytes, int], inserted: list[bytes] | None = None) -> None:
+                positions: Mapping[bytes, int], raised: list[bytes], stored: list[bytes] = _NONE) -> None:
         """After the call: the request observed ``new`` (from :meth:`begin`) and keeps
-        ``number``; each positioned key it ``inserted`` ranks ``(number, -p)``, each other
-        positioned present key of ``new`` rises to it if that is higher. One core call."""
+        ``number``; of the positioned keys, those it ``stored`` rank ``(number, -p)`` and
+        those ``raised`` (observed present: a subset of ``new``) rise to it if that is
+        higher. One core call (none when nothing is positioned)."""
         if new:
             self._numbers[request] = number
             seen = self._observed.get(request)
             if seen is None:
-                seen = self._observed[request] = set()
-            seen.update(new)
+                self._observed[request] = set(new)
+            else:
+                seen.update(new)
         number = self._numbers.get(request, 0)
-        if not positions or not number:  # nothing positioned, or nothing ever observed
+        if not positions or not number or not (raised or stored):  # nothing to rank
             return
-        stored = [key for key in inserted if key in positions] if inserted else []
-        if stored:
-            was_stored = set(stored)
-            raised = [key for key in new if key in positions and key not in was_stored]
-        else:
-            raised = [key for key in new if key in positions]
+        raised, up = _positioned(raised, positions)
+        stored, at = _positioned(stored, positions)
         if raised or stored:
-            keys = raised + stored
-            core.rerank(keys, number, [positions[key] for key in keys], b"\x01" * len(raised) + bytes(len(stored)))
+            core.rerank(raised + stored, number, up + at, len(raised))
 
     def finish(self, request: Hashable) -> None:
         """K5: the request ended; what it observed and its number are forgotten."""

@@ -48,7 +48,7 @@ def detect_lru_order(target: Any) -> str:
     """N9: ``"request-rank"`` or ``"recency"`` for a vLLM-interface manager or policy
     (read on the object, duck-typed: no vLLM import). The conformance suite judges a
     target's LRU victims by it; ``kvoffload bench`` holds vLLM's own LRU manager to
-    kvoffload's answers only when it is ``recency`` (ours keeps L1).
+    kvoffload's answers when both keep the same order (ours keeps the installed vLLM's).
 
     A declared ``lru_order`` attribute (on the target, or on the policy a manager holds as
     ``_policy``/``policy``) decides; otherwise a policy whose class overrides

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ghosts import g_append, g_drop, gslot
-from .heap import heap_push, heap_remove, heap_top
+from .heap import heap_order, heap_push, heap_remove, heap_top, pool_newer
 from .jit import kernel
 from .layout import (
     B1,
@@ -88,6 +88,7 @@ def unprotect(nodes, cap, prot):  # type: ignore[no-untyped-def]
 @kernel()
 def _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns, minor, keys):  # type: ignore[no-untyped-def]
     """Least-recent unprotected block of heap ``h`` (protected tops are set aside in ``side``)."""
+    heap_order(hts, hnode, hpos, meta, h, minor, keys)
     while True:
         nd = heap_top(hnode, meta, h)
         if nd < 0 or prot[nd] == 0:
@@ -120,6 +121,8 @@ def _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl):  # type:
 def candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, h, side, ns, lside, nl, minor, keys):  # type: ignore[no-untyped-def]
     """Oldest unprotected eligible block of list ``h`` (L3, A4; N9: lowest rank), or -1: ``(node, ns, nl)``."""
     m, nl = _list_candidate(hpos, ref, prot, bprev, bnext, meta, h, lside, nl)
+    if m >= 0 and pool_newer(ts, meta, h, m):  # the heap cannot hold an older block
+        return m, ns, nl
     e, ns = _heap_candidate(hts, hnode, hpos, prot, meta, h, side, ns, minor, keys)
     if m < 0 or (e >= 0 and rank_lt(ts[e], e, ts[m], m, minor, keys)):
         return e, ns, nl
@@ -131,7 +134,7 @@ def pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, t
     """P5: the policy's next victim ``(node, list id, ns, nl)``; LRU: the oldest of its list;
     ARC (A4): T1's oldest while |T1| (less victims taken from it) >= floor(p), else T2's."""
     e1 = meta[lslot(LIST_T1, LIST_HEAD)]
-    if e1 < 0 or ref[e1] != 0 or prot[e1] != 0 or meta[HS0 + LIST_T1] != 0:  # not the plain list pop
+    if e1 < 0 or ref[e1] != 0 or prot[e1] != 0 or not pool_newer(ts, meta, LIST_T1, e1):  # not the plain list pop
         e1, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl,
                                minor, keys)
     if meta[POLICY] != POLICY_ARC:
@@ -162,7 +165,8 @@ def choose_victims(a64, a32, a8, pf, n, out_vic, from_list, keys, side, lside): 
         # The steady state, without a call: T1's (LRU's) head is idle, unprotected, no heap
         # competes, and (ARC) T1 is at or above its target: tested here, per victim, before
         # the general ``pick_victim``.
-        if e1 >= 0 and ref[e1] == 0 and prot[e1] == 0 and meta[HS0 + LIST_T1] == 0 and (not arc or meta[N1 + LIST_T1] - t1_taken >= target):
+        if (e1 >= 0 and ref[e1] == 0 and prot[e1] == 0 and pool_newer(ts, meta, LIST_T1, e1)
+                and (not arc or meta[N1 + LIST_T1] - t1_taken >= target)):
             victim, h = e1, LIST_T1
         else:
             victim, h, ns, nl = pick_victim(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, t1_taken, target,

@@ -105,7 +105,9 @@ GBOUND = 25  # ghost list g keeps at most meta[GBOUND + g] ghosts (``ghost_bound
 SMALL = 27  # S3-FIFO's target size s of S (F1); 0 for others
 MARK_MAX = 28  # the largest mark: S3-FIFO's counter saturates at 3 (F4), SIEVE's bit is 1 (V4)
 RANKED = 29  # 1: LRU ranked by request (N9; ``ranks``): the a32 arena ends in a minor per block
-META_SIZE = 30
+HEAPED = 30  # heap h is in heap order (HEAPED + h = 1), or an unordered pool (0: ``heap``)
+POOL_MIN = 32  # the least stamp pushed into pool h since it was last empty (POOL_MIN + h)
+META_SIZE = 34
 
 
 def ghost_slot(g: int, part: int) -> int:
@@ -261,6 +263,9 @@ REFUSED = -1  # prepare_store: not enough evictable blocks (M5.4)
 GATHER_BAD = -100  # an element is not exactly bytes, is empty, or is oddly placed
 GATHER_WIDE = -101  # a hash has more words than ``q`` has columns, or the batch too many rows
 KEYS_NARROW = -102  # prepare_store: a hash is longer than ``keys`` rows hold (info[0]: words)
+POSITION_BAD = -103  # rerank: a position outside [0, MAX_POSITION] (info[0]: its index); no change
+#: N9's largest end-token position (ranks keep ``-position`` as an int32 minor).
+MAX_POSITION = 2**31 - 1
 #: Codes after which the manager retries the call on its checked, packed slow path.
 SLOW_PATH = (GATHER_BAD, GATHER_WIDE, KEYS_NARROW)
 

@@ -35,6 +35,8 @@ from .layout import (
     POLICY_S3FIFO,
     POLICY_SIEVE,
     RANKED,
+    MAX_POSITION,
+    POSITION_BAD,
     HAND,
     SHIFT,
     T1,
@@ -325,9 +327,11 @@ def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
 
 @kernel()
 def rerank(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
-    """N9 (an LRU ranked by request): present hash ``i`` takes rank ``(out_c[i], out_b[i])``
-    by mode ``out_a[i]`` (``layout.RANK_SET`` / ``RANK_RAISE`` / ``RANK_SKIP``; all three set
-    by the caller); the count re-ranked. Any other manager: nothing changes."""
+    """N9 (an LRU ranked by request): present hash ``i`` takes rank ``(out_c[i], -out_b[i])``
+    (a number, an end-token position) by mode ``out_a[i]`` (``layout.RANK_SET`` /
+    ``RANK_RAISE`` / ``RANK_SKIP``; all three set by the caller); the count re-ranked.
+    ``POSITION_BAD`` (info[0]: the index) and no change for a position outside
+    ``[0, MAX_POSITION]``. Any other manager: nothing changes."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     info, lens, out_a, out_b, out_c = unpack_io(io)
     w = load(addr, n, q, io, meta)
@@ -335,6 +339,10 @@ def rerank(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-un
         return w
     if meta[RANKED] == 0:
         return 0
+    for i in range(n):
+        if out_b[i] < 0 or out_b[i] > MAX_POSITION:
+            info[0] = i
+            return POSITION_BAD
     tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     return rerank_all(meta, ts, hts, ref, hpos, hnode, lst, bprev, bnext, minors_of(a32, meta), keys, nodes, n,
                       out_a, out_c, out_b)

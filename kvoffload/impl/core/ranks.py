@@ -30,8 +30,8 @@ __all__ = ["rerank_all"]
 
 
 @kernel()
-def rerank_all(meta, ts, hts, ref, hpos, hnode, lst, bprev, bnext, minor, keys, nodes, n, modes, numbers, minors):  # type: ignore[no-untyped-def]
-    """N9: block ``nodes[i]`` (present) takes rank ``(numbers[i], minors[i])`` when
+def rerank_all(meta, ts, hts, ref, hpos, hnode, lst, bprev, bnext, minor, keys, nodes, n, modes, numbers, positions):  # type: ignore[no-untyped-def]
+    """N9: block ``nodes[i]`` (present) takes rank ``(numbers[i], -positions[i])`` when
     ``modes[i]`` is ``RANK_SET``, or when that raises it and it is ``RANK_RAISE``; it
     leaves its list for the heap (or stays parked while busy). The count re-ranked."""
     m = 0
@@ -41,7 +41,7 @@ def rerank_all(meta, ts, hts, ref, hpos, hnode, lst, bprev, bnext, minor, keys, 
         if nd < 0 or lst[nd] < T1 or lst[nd] > T2 or (mode != RANK_SET and mode != RANK_RAISE):
             continue
         t = numbers[i]
-        mn = minors[i]
+        mn = -positions[i]
         if mode == RANK_RAISE and (t < ts[nd] or (t == ts[nd] and mn <= minor[nd])):
             continue
         h = lst[nd] - T1

@@ -200,7 +200,7 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         req_id = getattr(req_context, "req_id", None)
         if self._ranks is not None and req_id is not None:  # N9: the loaded keys are observed
             new, number = self._ranks.begin(self.core, req_id, hashes)
-            self._ranks.observe(self.core, req_id, new, number, _positions(req_context, new))
+            self._ranks.observe(self.core, req_id, new, number, _positions(req_context, new), new)
         observed = self._record(req_id, hashes)
         if self._arc and req_id is not None:
             self._arc_requests.loaded(req_id, observed)
@@ -253,11 +253,12 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         offered = list(offered)
         try:
             new, number = ranks.begin(self.core, req_id, offered)
+            ready = list(filter(self._ready.__contains__, new))  # observed present: they may rise
         except TypeError:  # an unhashable element: the core refuses the store below (M9)
-            new, number = [], 0
+            new, number, ready = [], 0, []
         output = self.cache.prepare_store(hashes)
-        positions = _positions(req_context, offered)
-        ranks.observe(self.core, req_id, new, number, positions, None if output is None else output.block_hashes_to_store)
+        stored = [] if output is None else output.block_hashes_to_store
+        ranks.observe(self.core, req_id, new, number, _positions(req_context, offered), ready, stored)
         return self._store_output(hashes, offered, req_id, output)
 
     def _store_output(self, hashes: list[BlockHash], offered: Iterable[bytes], req_id: str | None, output: Any) -> Any:
