@@ -97,7 +97,8 @@ def print_comparisons(console: Any, title: str, comparisons: list[Comparison]) -
     if bad:
         raise click.ClickException("answers differ from kvoffload's: " + "; ".join(bad))
     console.print("Answers: every manager marked 'must agree' gave kvoffload's answers on every request "
-                  "(hits, keys to store, evicted keys, in order); '(may differ)' marks vLLM's own ARC, "
-                  "a different algorithm, vLLM 0.33's own LRU (it ranks keys by request, N9; kvoffload keeps "
-                  "L1's recency order), the LRU floor under ARC, and under ARC the batch API's kvoffload "
-                  "(vLLM's interface adds K5/K6's request-level recency).")
+                  "(hits, keys to store, evicted keys, in order), vLLM's own LRU among them (kvoffload keeps "
+                  "the installed vLLM's LRU order: L1 on 0.32, N9 on 0.33); '(may differ)' marks vLLM's own "
+                  "ARC, a different algorithm, the LRU floor under ARC, and where kvoffload's answers "
+                  "through vLLM's interface follow requests (ARC's K5/K6, 0.33's N9) the floor (L1) and "
+                  "the batch API's kvoffload, which have no requests.")
