@@ -11,8 +11,8 @@ keys it has observed, and tells the core what to rank after each call:
   with the keys the call observes (loaded; offered absent, or ready): the keys new to the
   request, and its number, drawn now at its first access, so that the store's
   unpositioned inserts (fresh numbers) rank above the request's keys, as in vLLM;
-- ``observe`` once the call succeeded (a refused store included), with the keys a store
-  inserted;
+- ``observe`` once the call succeeded (a refused store included), with the observed keys
+  that may rise (present: loaded, or offered while ready) and the keys a store inserted;
 - ``finish`` at the request's end (the caller then touches its keys in K5's order: fresh
   numbers, minor 0), ``clear`` at ``reset_cache`` (a new generation, K7).
 

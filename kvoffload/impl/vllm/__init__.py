@@ -43,7 +43,8 @@ vLLM 0.32 (scheduler side, ``OffloadingManager``)       kvoffload (contract)
 ``get_load_source(key, ctx)``                           ``CacheHitSource.HOST`` (host memory, always)
 ``on_new_request(ctx)``, request contexts               no counterpart: ``RequestOffloadingContext()``
                                                         (chunk-level policy); only ``req_id`` and the key
-                                                        positions are read (for ``on_request_finished``)
+                                                        positions are read (for ``on_request_finished``;
+                                                        LRU under 0.33: N9's request ranks, ``lru_order``)
 ``on_request_finished(ctx)``                            ``touch(keys)`` (M4) of the keys the request loaded or
                                                         offered for storing, in prefix order: 0.32 updates
                                                         recency there (its scheduler never calls ``touch``)
