@@ -34,7 +34,6 @@ from .layout import (
     GBOUND,
     GHOST_HEAD,
     GHOST_SIZE,
-    HS0,
     INFO_GHOST_CURSORS,
     INFO_OBJECTS,
     LIST_HEAD,
