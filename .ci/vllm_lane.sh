@@ -71,7 +71,7 @@ step "benchmarks through vLLM's interface still run (quick sizes, vLLM 0.32's ow
 timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
 timeout 300 "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
 
-step "the same under vLLM 0.33 (its own manager beside ours, its LRU's request-rank order marked may-differ)"
+step "the same under vLLM 0.33 (its own manager beside ours; both LRUs rank by request, N9, and must agree)"
 VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
 VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" timeout 300 \
   "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
