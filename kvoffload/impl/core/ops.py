@@ -324,7 +324,6 @@ def store_fail(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[n
     return m
 
 
-
 @kernel()
 def rerank(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
     """N9 (an LRU ranked by request): present hash ``i`` takes rank ``(out_c[i], -out_b[i])``
