@@ -21,6 +21,7 @@ from ..spec.errors import ContractViolation
 from ..spec.hashes import describe_hash, read_hashes
 from ..spec.interfaces import OffloadingManager
 from ..spec.offloading_spec import positive_int
+from ..spec.rank_lru import LRU_ORDERS
 from ..spec.s3fifo import MAX_FREQUENCY as S3FIFO_MAX_FREQUENCY
 from ..spec.s3fifo import s3fifo_sizes
 from ..spec.types import (
@@ -63,7 +64,6 @@ __all__ = ["CPUOffloadingManager", "MANAGER_POLICIES"]
 
 MANAGER_POLICIES = tuple(POLICIES)
 _MAX_NODES = 2**31 - 2
-_LRU_ORDERS = ("recency", "request-rank")
 #: ``rerank``'s modes: the observed keys first (they only rise), then the inserted ones.
 _RANK_MODES = np.array([L.RANK_RAISE, L.RANK_SET], np.int64)
 _NOT_BYTES = (bytes, bytearray, memoryview, str)
@@ -146,8 +146,8 @@ class CPUOffloadingManager(OffloadingManager):
         self.block_size = positive_int("block_size", block_size)
         if not isinstance(policy, str) or policy not in MANAGER_POLICIES:
             raise ValueError(f"policy={policy!r} is not one of {sorted(MANAGER_POLICIES)}")
-        if lru_order not in _LRU_ORDERS or (lru_order == "request-rank" and policy != "lru"):
-            raise ValueError(f"N9: lru_order={lru_order!r} is not one of {_LRU_ORDERS} (request-rank: LRU only)")
+        if lru_order not in LRU_ORDERS[1:] or (lru_order == "request-rank" and policy != "lru"):
+            raise ValueError(f"N9: lru_order={lru_order!r} is not one of {LRU_ORDERS[1:]} (request-rank: LRU only)")
         self.policy = policy
         #: L1 (``"recency"``) or N9 (``"request-rank"``: ranks come from ``rerank``)
         self.lru_order = lru_order
@@ -567,7 +567,7 @@ class CPUOffloadingManager(OffloadingManager):
         listed: list[list[tuple[BlockHash, int]]] = [[] for _ in range(L.LIST_COUNT)]
         order: Callable[[int], Any] = ts.__getitem__
         if self.lru_order == "request-rank":  # N9: (number, minor), then the key's bytes
-            minor = self._a32[len(self._a32) - cap :].tolist()
+            minor = self._minors().tolist()
             order = lambda i: (ts[i], minor[i], objects[i])  # noqa: E731
         for i in sorted(range(cap), key=order):  # one pass, oldest first, into each list
             if L.T1 <= blk[i] < L.T1 + L.LIST_COUNT:
@@ -581,6 +581,11 @@ class CPUOffloadingManager(OffloadingManager):
             marks = tuple((objects[i], mark[i]) for i in range(cap) if blk[i] in (L.T1, L.T2))
         hand = meta[L.HAND]
         return lists, ghosts, marks, None if hand < 0 else objects[hand], float(self._pf[0]), meta[NFREE]
+
+    def _minors(self) -> npt.NDArray[np.int32]:
+        """N9's rank minors of a ranked manager (``core.order.minors_of``: the a32 arena's last
+        ``num_blocks`` words)."""
+        return self._a32[len(self._a32) - self.num_blocks :]
 
     @property
     def arc_target(self) -> float:
@@ -635,7 +640,7 @@ class CPUOffloadingManager(OffloadingManager):
             self._check_list(h, present & (blk == L.T1 + h) & (hpos == L.IN_LIST))
         if int(meta[N1]) != int((blk == L.T1).sum()) or int(meta[N1 + 1]) != int((blk == L.T2).sum()):
             raise ContractViolation("I1", "list sizes disagree with the blocks")
-        if self.lru_order == "request-rank" and self._a32[len(self._a32) - cap :][present & (hpos == L.IN_LIST)].any():
+        if self.lru_order == "request-rank" and self._minors()[present & (hpos == L.IN_LIST)].any():
             raise ContractViolation("N9", "a block ranked by a request's position is in the recency list")
         ghosts = int(((lst[cap:] == L.B1) | (lst[cap:] == L.B2)).sum())
         if self._ghosts:

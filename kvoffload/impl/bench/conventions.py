@@ -209,10 +209,11 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
     out: list[Contender] = []
     if calls is not None:
         from kvoffload.impl.vllm import make_manager
+        from kvoffload.impl.vllm.features import lru_order
         from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager as VllmManager
 
         results = calls.results
-        ours = make_manager(1, policy).lru_order
+        ours = lru_order(policy)  # what make_manager(capacity, policy) keeps
         ranked = lru and ours == "request-rank"
         out += [
             Contender("floor (OrderedDict LRU)", "vLLM interface", lambda: FloorLRUPerKey(capacity, results),

@@ -21,6 +21,7 @@ from .jit import kernel
 from .layout import CLOCK, ELIG, HS0, IN_LIST, LIST_HEAD, LIST_T1, LIST_T2, LIST_TAIL, N1, SMALL, T1, T2
 from .lists import l_append, l_prepend, l_unlink, lslot
 from .marks import marks_of
+from .order import minors_of
 from .state import unpack
 from .table import prefetch
 
@@ -28,10 +29,10 @@ __all__ = ["s3fifo_choose"]
 
 
 @kernel()
-def _take(hts, hnode, hpos, bprev, bnext, meta, h, nd, keys):  # type: ignore[no-untyped-def]
-    """Take block ``nd`` out of list ``h`` or its heap (S3-FIFO keeps no rank minors)."""
+def _take(hts, hnode, hpos, bprev, bnext, meta, h, nd, minor, keys):  # type: ignore[no-untyped-def]
+    """Take block ``nd`` out of list ``h`` or its heap."""
     if hpos[nd] >= 0:
-        heap_remove(hts, hnode, hpos, meta, h, nd, hpos[:0], keys)
+        heap_remove(hts, hnode, hpos, meta, h, nd, minor, keys)
     else:
         l_unlink(bprev, bnext, meta, h, nd)
 
@@ -90,7 +91,7 @@ def _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, h):  # type: ignore
 
 
 @kernel()
-def _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, side, ns, lside, nl, keys):  # type: ignore[no-untyped-def]
+def _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, side, ns, lside, nl, minor, keys):  # type: ignore[no-untyped-def]
     """F5 on S: its oldest eligible block leaves if unused, or moves to M (runs of used
     blocks at S's head at once): ``(victim or -1 if S has no eligible block, ns, nl)``."""
     while True:
@@ -99,13 +100,13 @@ def _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, met
         # competes (as in ``evict.choose_victims``).
         if e < 0 or ref[e] != 0 or prot[e] != 0 or meta[HS0 + LIST_T1] != 0:
             e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T1, side, ns, lside, nl,
-                                  hpos[:0], keys)
+                                  minor, keys)
             if e < 0:
                 return -1, ns, nl
         elif marks[e] != 0:
             _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, LIST_T1)
             continue
-        _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T1, e, keys)
+        _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T1, e, minor, keys)
         if marks[e] == 0:
             return e, ns, nl
         marks[e] = 0
@@ -113,19 +114,19 @@ def _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, met
 
 
 @kernel()
-def _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, e, side, ns, lside, nl, keys):  # type: ignore[no-untyped-def]
+def _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, e, side, ns, lside, nl, minor, keys):  # type: ignore[no-untyped-def]
     """F5 on M (CLOCK): a used block loses one count and goes to M's newest end (runs of
     them at M's head at once) until an unused one leaves: ``(victim, ns, nl)``. ``e``: M's
     oldest eligible block if already looked up, else -1."""
     while True:
         if e < 0:
             e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl,
-                                  hpos[:0], keys)
+                                  minor, keys)
         if marks[e] != 0 and e == meta[lslot(LIST_T2, LIST_HEAD)] and meta[HS0 + LIST_T2] == 0:
             _move_run(ts, ref, prot, lst, marks, bprev, bnext, meta, LIST_T2)
             e = -1
             continue
-        _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T2, e, keys)
+        _take(hts, hnode, hpos, bprev, bnext, meta, LIST_T2, e, minor, keys)
         if marks[e] == 0:
             return e, ns, nl
         marks[e] -= 1
@@ -139,6 +140,7 @@ def s3fifo_choose(a64, a32, a8, keys, n, out_vic, from_list, side, lside):  # ty
     ``n`` eligible blocks exist), promoting and ageing on the way; marks of victims cleared."""
     meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
     marks = marks_of(a8, meta)
+    minor = minors_of(a32, meta)  # empty: S3-FIFO's stamps are unique (``order``)
     ns = 0
     nl = 0
     s_taken = 0  # victims from S so far: |S| now is meta[N1 + LIST_T1] - s_taken
@@ -147,21 +149,21 @@ def s3fifo_choose(a64, a32, a8, keys, n, out_vic, from_list, side, lside):  # ty
         e = -1  # M's oldest eligible block, once looked up
         if meta[N1 + LIST_T1] - s_taken < meta[SMALL]:
             e, ns, nl = candidate(hts, hnode, hpos, ts, ref, prot, bprev, bnext, meta, LIST_T2, side, ns, lside, nl,
-                                  hpos[:0], keys)
+                                  minor, keys)
         if e < 0:  # S first: |S| >= s, or M has no eligible block
             victim, ns, nl = _small_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, side, ns, lside,
-                                           nl, keys)
+                                           nl, minor, keys)
         if victim >= 0:
             s_taken += 1
             from_list[k] = LIST_T1
         else:
             victim, ns, nl = _main_victim(hts, hnode, hpos, ts, ref, prot, lst, marks, bprev, bnext, meta, e, side, ns,
-                                          lside, nl, keys)
+                                          lside, nl, minor, keys)
             from_list[k] = LIST_T2
         out_vic[k] = victim
         prefetch(keys, victim)  # its key row is rehashed next (``evict.apply_victims``)
     for j in range(ns):
-        heap_push(hts, hnode, hpos, ts, meta, lst[side[j]] - T1, side[j], hpos[:0], keys)
+        heap_push(hts, hnode, hpos, ts, meta, lst[side[j]] - T1, side[j], minor, keys)
     for j in range(nl - 1, -1, -1):  # protected heads back in front, in their order
         l_prepend(bprev, bnext, meta, lst[lside[j]] - T1, lside[j])
     meta[ELIG] -= n

@@ -10,6 +10,8 @@ import dataclasses
 
 from vllm.v1.kv_offload.base import OffloadingEvent, OffloadingManager, OffloadingSpec
 
+from ...spec.rank_lru import LRU_ORDERS, detect_lru_order
+
 __all__ = ["RESET_FENCE", "METADATA_ONLY_EVENTS", "CONFIG_INFO", "LRU_RANKS_REQUESTS", "lru_order"]
 
 #: 0.33: the connector calls ``on_reset_flushed()`` once the workers reported every job in
@@ -30,11 +32,11 @@ def _lru_ranks_requests() -> bool:
         from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy
     except ImportError:  # pragma: no cover - both 0.32 and 0.33 have it
         return False
-    return "on_request_access" in vars(LRUCachePolicy)
+    return detect_lru_order(LRUCachePolicy(cache_capacity=1)) == "request-rank"
 
 
 #: 0.33: vLLM's own ``LRUCachePolicy`` ranks an open request's keys by position (N9); 0.32's
-#: is the contract's recency order (L1).
+#: is the contract's recency order (L1). Told as the conformance suite tells it.
 LRU_RANKS_REQUESTS: bool = _lru_ranks_requests()
 
 
@@ -44,6 +46,6 @@ def lru_order(policy: str, asked: object = "auto") -> str:
     request; ``ValueError`` (S4) for anything else asked."""
     if asked == "auto":
         return "request-rank" if policy == "lru" and LRU_RANKS_REQUESTS else "recency"
-    if asked not in ("recency", "request-rank") or (asked == "request-rank" and policy != "lru"):
+    if asked not in LRU_ORDERS or (asked == "request-rank" and policy != "lru"):
         raise ValueError(f"S4: lru_order={asked!r} is not 'auto', 'recency' or 'request-rank' (LRU only)")
     return str(asked)

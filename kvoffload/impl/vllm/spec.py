@@ -180,13 +180,13 @@ class KVOffloadingSpec(OffloadingSpec):  # type: ignore[misc]
         num_blocks = ours["num_blocks"] = _num_blocks(extra, per_block, per_chunk_bytes)
 
         self.num_blocks = num_blocks
-        self.lru_order = features.lru_order(str(extra.get("eviction_policy", "lru")), extra.get("lru_order", "auto"))
         self.core = CPUOffloadingSpec(
             hash_block_size=int(config.cache.tokens_per_hash),
             gpu_block_sizes=[int(g.tokens_per_block) for g in groups],
             extra_config=ours,
             enable_events=bool(config.enable_kv_cache_events),
         )
+        self.lru_order = features.lru_order(self.core.eviction_policy, extra.get("lru_order", "auto"))
         self.info = stats.config_info(
             num_blocks=num_blocks,
             blocks_per_chunk=blocks_per_chunk,
