@@ -63,8 +63,11 @@ class RankedCoreMachine(RuleBasedStateMachine):
     def _ready(self) -> list[bytes]:
         return [key for key, block in self.model.blocks().items() if block.ref_cnt >= 0]
 
-    @rule(request=st.sampled_from(REQUESTS), keys=st.lists(st.sampled_from(POOL), min_size=1, max_size=4))
-    def store(self, request: str, keys: list[bytes]) -> None:
+    @rule(request=st.sampled_from(REQUESTS), keys=st.lists(st.sampled_from(POOL), min_size=1, max_size=4),
+          by_id=st.booleans())
+    def store(self, request: str, keys: list[bytes], by_id: bool) -> None:
+        """``by_id``: the stored keys are ranked by the store's block ids (``rerank_blocks``,
+        as the vLLM manager does), else by hash (``rerank``)."""
         blocks = self.model.blocks()
         observable = [key for key in keys if key not in blocks or blocks[key].ref_cnt >= 0]
         self._serve(request)
@@ -73,8 +76,9 @@ class RankedCoreMachine(RuleBasedStateMachine):
         new, number = self.ranks.begin(self.core, self.names[request], observable)
         ready = [key for key in new if key in blocks]  # observable and present: ready
         got = self.core.prepare_store(keys)
-        self.ranks.observe(self.core, self.names[request], new, number, self.positions[request], ready,
-                           [] if got is None else got.block_hashes_to_store)
+        stored = [] if got is None else got.block_hashes_to_store
+        ids = got.store_spec.block_ids if got is not None and by_id else None
+        self.ranks.observe(self.core, self.names[request], new, number, self.positions[request], ready, stored, ids)
         assert (got is None) == (want is None)
         if got is not None and want is not None:
             assert got.block_hashes_to_store == want.block_hashes_to_store
@@ -151,6 +155,46 @@ def test_N9_rerank_refuses_bad_input_and_other_orders() -> None:
         CPUOffloadingManager(4, "arc", lru_order="request-rank")
     with pytest.raises(ValueError, match="N9"):
         CPUOffloadingManager(4, "lru").rerank([b"a" * 8], 1, [0])
+
+
+def test_N9_rerank_blocks_refuses_bad_ids_and_positions_changing_nothing() -> None:
+    """Ids outside the blocks (a ghost's node included), positions outside [0, 2**31 - 1],
+    non-integers and a length mismatch raise ValueError naming the value; no state changes."""
+    core = CPUOffloadingManager(4, "lru", lru_order="request-rank")
+    block = int(core.prepare_store([b"a" * 8]).store_spec.block_ids[0])
+    before = [array.copy() for array in core._state]
+    cases = (([4], [0], "block id 4"), ([-1], [0], "block id -1"), ([block], [-1], "position -1"),
+             ([block], [2**31], "position 2147483648"), ([block], [2**70], "integers"), (["x"], [0], "integers"),
+             ([block, block], [0], "2 block ids, 1 positions"), ([block, 9], [1, 1], "block id 9"))
+    for ids, positions, message in cases:
+        with pytest.raises(ValueError, match=f"N9: .*{message}"):
+            core.rerank_blocks(ids, 1, positions)
+    assert all((a == b).all() for a, b in zip(before, core._state))
+    with pytest.raises(ValueError, match="N9"):
+        CPUOffloadingManager(4, "lru").rerank_blocks([0], 1, [0])
+
+
+def test_N9_rerank_blocks_ranks_as_rerank_by_hash() -> None:
+    """The stored blocks ranked by id take the ranks ranking them by hash gives: the same
+    eviction order, a tail positioned last evicted first; a block no longer present is
+    left alone (its id is counted out)."""
+    keys = [bytes([k]) * 8 for k in range(4)]
+    orders = []
+    for by_id in (True, False):
+        core = CPUOffloadingManager(6, "lru", lru_order="request-rank")
+        core.prepare_store([b"z" * 8])
+        out = core.prepare_store(keys)
+        number = core.rank_number()
+        positions = [16, 48, 32, 64]
+        ranked = (core.rerank_blocks(out.store_spec.block_ids, number, positions) if by_id
+                  else core.rerank(keys, number, positions))
+        assert ranked == 4
+        core.complete_store([b"z" * 8, *keys])
+        orders.append(core.policy_view()["lists"][0])
+    assert orders[0] == orders[1] == [b"z" * 8, keys[3], keys[1], keys[2], keys[0]]
+    gone = int(core.prepare_store([b"y" * 8]).store_spec.block_ids[0])
+    core.complete_store([b"y" * 8], success=False)  # the block is free again: not present
+    assert core.rerank_blocks([gone], core.rank_number(), [0]) == 0
 
 
 def test_N9_a_request_tail_is_evicted_before_its_head_and_older_keys_keep_their_place() -> None:

@@ -443,12 +443,47 @@ class CPUOffloadingManager(OffloadingManager):
             values = np.asarray(positions, np.int64)
         except (OverflowError, TypeError, ValueError):
             values = np.full(n, -1, np.int64)  # refused below, naming the position
-        modes = np.repeat(_RANK_MODES, (raised, n - raised))
+        modes: Any = (L.RANK_SET if not raised else L.RANK_RAISE if raised == n  # one for all: no array
+                      else np.repeat(_RANK_MODES, (raised, n - raised)))
         hashes: list[Any] = block_hashes if type(block_hashes) is list else read_hashes(block_hashes)
         result = self._run_inputs("rerank", hashes, ((L.IO_OUT_A, modes), (L.IO_OUT_B, values), (L.IO_OUT_C, number)))
         if result == L.POSITION_BAD:
             i = int(self._io[0])
             raise ValueError(f"N9: position {positions[i]!r} of {describe_hash(hashes[i])} is not an integer "
+                             f"in [0, {L.MAX_POSITION}]")
+        return result
+
+    def rerank_blocks(self, block_ids: Sequence[int] | npt.NDArray[np.int64], number: int,
+                      positions: Sequence[int]) -> int:
+        """N9: ``rerank`` of the blocks a store just inserted, by block id (``prepare_store``'s
+        ``store_spec.block_ids``, in its order), without finding each hash again: block
+        ``block_ids[i]`` takes rank ``(number, -positions[i])``; one no longer present is left
+        alone. Ids in ``[0, num_blocks)``, positions integers in ``[0, 2**31 - 1]``; bad input
+        raises ``ValueError`` before anything changes. The count re-ranked."""
+        n = len(block_ids)
+        if self.lru_order != "request-rank":
+            raise ValueError(f"N9: rerank_blocks needs lru_order='request-rank', not {self.lru_order!r}")
+        if len(positions) != n:
+            raise ValueError(f"N9: {n} block ids, {len(positions)} positions")
+        if not n:
+            return 0
+        if n > self._batch:
+            self._grow_batch(n)
+        try:
+            self._out_a[:n] = block_ids
+            self._out_b[:n] = positions
+        except (OverflowError, TypeError, ValueError) as error:
+            raise ValueError(f"N9: block ids and positions must be integers ({error})") from None
+        self._out_c[0] = number
+        op = _READY.get("rerank_blocks") or runtime.entry("rerank_blocks")
+        result: int = op(self._table, self._keys, self._a64, self._a32, self._a8, self._pf, 0, n, self._q, self._io)
+        if result == L.BLOCK_BAD:
+            i = int(self._io[0])
+            raise ValueError(f"N9: block id {int(block_ids[i])} is not a block of this manager "
+                             f"(ids are in [0, {self.num_blocks - 1}])")
+        if result == L.POSITION_BAD:
+            i = int(self._io[0])
+            raise ValueError(f"N9: position {positions[i]!r} of block {int(block_ids[i])} is not an integer "
                              f"in [0, {L.MAX_POSITION}]")
         return result
 

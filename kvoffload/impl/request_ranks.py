@@ -21,7 +21,7 @@ An unpositioned key (no end token) is never ranked here: it keeps its fresh numb
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from itertools import compress, filterfalse
 
 from ..spec.clauses import implements
@@ -50,7 +50,21 @@ class RequestRanks:
 
     def __init__(self) -> None:
         self._numbers: dict[Hashable, int] = {}
-        self._observed: dict[Hashable, set[bytes]] = {}
+        # Per open request: the keys it observed, as a set and the lists of the calls since
+        # it was last asked for. A request's last call is never asked about again (vLLM's
+        # usual request: a load, then a store), so its keys are only listed, not hashed.
+        self._observed: dict[Hashable, tuple[set[bytes], list[list[bytes]]]] = {}
+
+    def _seen(self, request: Hashable) -> set[bytes] | None:
+        """The keys ``request`` observed so far, or ``None`` before its first observation."""
+        entry = self._observed.get(request)
+        if entry is None:
+            return None
+        seen, calls = entry
+        for keys in calls:
+            seen.update(keys)
+        calls.clear()
+        return seen
 
     @implements("N9", "K5")
     def begin(self, core: CPUOffloadingManager, request: Hashable, keys: Iterable[bytes]) -> tuple[list[bytes], int]:
@@ -60,7 +74,7 @@ class RequestRanks:
         stays twice: ranking it again to the same rank changes nothing, and dropping
         repeats would cost more. Changes only the core's counter: :meth:`observe` records
         them once the call succeeded."""
-        seen = self._observed.get(request)
+        seen = self._seen(request)
         new = list(keys) if seen is None else list(filterfalse(seen.__contains__, keys))
         if not new:
             return new, 0
@@ -69,25 +83,35 @@ class RequestRanks:
 
     @implements("N9", "K5")
     def observe(self, core: CPUOffloadingManager, request: Hashable, new: list[bytes], number: int,
-                positions: Mapping[bytes, int], raised: list[bytes], stored: list[bytes] = _NONE) -> None:
+                positions: Mapping[bytes, int], raised: list[bytes], stored: list[bytes] = _NONE,
+                stored_ids: Sequence[int] | None = None) -> None:
         """After the call: the request observed ``new`` (from :meth:`begin`) and keeps
         ``number``; of the positioned keys, those it ``stored`` rank ``(number, -p)`` and
         those ``raised`` (observed present: a subset of ``new``) rise to it if that is
-        higher. One core call (none when nothing is positioned)."""
+        higher. ``stored_ids``: the stored keys' block ids (the store's answer, in its
+        order), so that the core ranks them without finding each hash. A core call for
+        each of the two kinds present (none when nothing is positioned)."""
         if new:
             self._numbers[request] = number
-            seen = self._observed.get(request)
-            if seen is None:
-                self._observed[request] = set(new)
+            entry = self._observed.get(request)
+            if entry is None:
+                self._observed[request] = (set(), [new])
             else:
-                seen.update(new)
+                entry[1].append(new)
         number = self._numbers.get(request, 0)
         if not positions or not number or not (raised or stored):  # nothing to rank
             return
-        raised, up = _positioned(raised, positions)
-        stored, at = _positioned(stored, positions)
-        if raised or stored:
-            core.rerank(raised + stored, number, up + at, len(raised))
+        if raised:
+            raised, up = _positioned(raised, positions)
+            if raised:
+                core.rerank(raised, number, up, len(raised))
+        if stored:
+            kept, at = _positioned(stored, positions)
+            if stored_ids is None:
+                core.rerank(kept, number, at)
+            else:  # the store's own block ids: no hash to find again
+                ids = stored_ids if kept is stored else list(compress(stored_ids, map(positions.__contains__, stored)))
+                core.rerank_blocks(ids, number, at)
 
     def finish(self, request: Hashable) -> None:
         """K5: the request ended; what it observed and its number are forgotten."""

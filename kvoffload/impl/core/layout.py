@@ -264,6 +264,7 @@ GATHER_BAD = -100  # an element is not exactly bytes, is empty, or is oddly plac
 GATHER_WIDE = -101  # a hash has more words than ``q`` has columns, or the batch too many rows
 KEYS_NARROW = -102  # prepare_store: a hash is longer than ``keys`` rows hold (info[0]: words)
 POSITION_BAD = -103  # rerank: a position outside [0, MAX_POSITION] (info[0]: its index); no change
+BLOCK_BAD = -104  # rerank_blocks: a block id outside [0, capacity) (info[0]: its index); no change
 #: N9's largest end-token position (ranks keep ``-position`` as an int32 minor).
 MAX_POSITION = 2**31 - 1
 #: Codes after which the manager retries the call on its checked, packed slow path.

@@ -18,6 +18,7 @@ from .jit import kernel
 from .layout import (
     B1,
     B2,
+    BLOCK_BAD,
     CAP,
     CLOCK,
     ELIG,
@@ -42,6 +43,8 @@ from .layout import (
     T1,
     T2,
     FREE,
+    GATHER_WIDE,
+    RANK_SET,
 )
 from .ghosts import gslot
 from .lists import l_append, l_unlink
@@ -60,6 +63,7 @@ __all__ = [
     "prepare_load",
     "prepare_store",
     "rerank",
+    "rerank_blocks",
     "store_fail",
     "store_ok",
     "touch",
@@ -345,3 +349,31 @@ def rerank(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-un
     tags, nodes, slots = find_all(table, keys, meta, lst, ref, q, n, io)
     return rerank_all(meta, ts, hts, ref, hpos, hnode, lst, bprev, bnext, minors_of(a32, meta), keys, nodes, n,
                       out_a, out_c, out_b)
+
+
+@kernel()
+def rerank_blocks(table, keys, a64, a32, a8, pf, addr, n, q, io):  # type: ignore[no-untyped-def]
+    """N9: ``rerank`` of the blocks a store just inserted, named by block id (``out_a[i]``:
+    ``prepare_store``'s answer, no hash to find), each taking rank ``(out_c[0], -out_b[i])``
+    (``RANK_SET``); the count re-ranked. ``BLOCK_BAD`` for an id outside ``[0, capacity)``,
+    ``POSITION_BAD`` for a position outside ``[0, MAX_POSITION]`` (info[0]: the index) and no
+    change. A block no longer present is left alone; any other manager: nothing changes."""
+    meta, ts, hts, ref, hpos, hnode, free, gprev, gnext, gfree, lst, prot, bprev, bnext = unpack(a64, a32, a8)
+    info, lens, out_a, out_b, out_c = unpack_io(io)
+    if n < 0 or n > lens.shape[0]:
+        return GATHER_WIDE
+    if meta[RANKED] == 0:
+        return 0
+    for i in range(n):
+        if out_a[i] < 0 or out_a[i] >= meta[CAP]:
+            info[0] = i
+            return BLOCK_BAD
+        if out_b[i] < 0 or out_b[i] > MAX_POSITION:
+            info[0] = i
+            return POSITION_BAD
+    number = out_c[0]
+    for i in range(n):  # ``rerank_all``'s per-block modes and numbers: the same for all
+        lens[i] = RANK_SET
+        out_c[i] = number
+    return rerank_all(meta, ts, hts, ref, hpos, hnode, lst, bprev, bnext, minors_of(a32, meta), keys, out_a, n,
+                      lens, out_c, out_b)

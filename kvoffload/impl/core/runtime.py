@@ -29,7 +29,7 @@ MODES = ("background", "eager", "twin")
 HEAD_START_S = 0.25  # seconds the background thread waits before it starts
 #: Every entry point, in the order the background thread builds them (most used first).
 NAMES = ("lookup", "prepare_store", "store_ok", "touch", "prepare_load", "complete_load", "store_fail", "arc_finish",
-         "arc_store_misses", "rerank")
+         "arc_store_misses", "rerank", "rerank_blocks")
 
 _lock = threading.Lock()
 #: Entry points compiled so far, by name (callers look here first: one dict lookup): each

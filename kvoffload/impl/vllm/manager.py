@@ -253,12 +253,16 @@ class KVOffloadingManager(OffloadingManager):  # type: ignore[misc]
         offered = list(offered)
         try:
             new, number = ranks.begin(self.core, req_id, offered)
-            ready = list(filter(self._ready.__contains__, new))  # observed present: they may rise
         except TypeError:  # an unhashable element: the core refuses the store below (M9)
-            new, number, ready = [], 0, []
+            new, number = [], 0
         output = self.cache.prepare_store(hashes)
-        stored = [] if output is None else output.block_hashes_to_store
-        ranks.observe(self.core, req_id, new, number, _positions(req_context, offered), ready, stored)
+        stored: list[BlockHash] = [] if output is None else output.block_hashes_to_store
+        ids = None if output is None else getattr(output.store_spec, "block_ids")  # the core's, for N9
+        # The observed keys present and ready may rise. None are when the store took every
+        # offered key (M5.1: it stores exactly the absent ones). Else the index tells them
+        # after the call as before it: a store evicts none of its own keys (M5.3).
+        ready = [] if len(stored) == len(offered) else list(filter(self._ready.__contains__, new))
+        ranks.observe(self.core, req_id, new, number, _positions(req_context, offered), ready, stored, ids)
         return self._store_output(hashes, offered, req_id, output)
 
     def _store_output(self, hashes: list[BlockHash], offered: Iterable[bytes], req_id: str | None, output: Any) -> Any:
