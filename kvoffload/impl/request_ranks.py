@@ -3,8 +3,9 @@
 vLLM 0.33's ``LRUCachePolicy`` ranks a request's keys while it is open: the request draws
 one number from the cache's counter at its first access, and each key it positions (end
 token ``p``) ranks ``(number, -p)`` when the request inserts it, or when it observes it
-present and that raises its rank (N9). The core keeps the ranks (``core.ranks``,
-``CPUOffloadingManager.rerank``); this class keeps, per open request, its number and the
+present and that raises its rank (N9). The core keeps the ranks (``core.ranks``;
+``CPUOffloadingManager.rerank`` by hash, ``rerank_blocks`` by the block ids a store
+answered); this class keeps, per open request, its number and the
 keys it has observed, and tells the core what to rank after each call:
 
 - ``begin`` before a ``prepare_store`` (after the admission filter) or ``prepare_load``,
