@@ -36,7 +36,7 @@ from typing import Any
 from .floor import FloorLRU, FloorLRUPerKey
 
 __all__ = ["PHASES", "Contender", "Run", "VllmCalls", "compare", "contenders", "first_difference",
-           "vllm_calls"]
+           "vllm_calls", "warm"]
 
 PHASES = ("lookup", "load", "store", "finish")
 #: One request's answer: hits, then (keys to store, evicted keys), or ``None`` if refused.
@@ -289,7 +289,7 @@ def first_difference(got: Sequence[Recorded], want: Sequence[Recorded]) -> str |
     return None
 
 
-def _warm(policy: str) -> None:
+def warm(policy: str) -> None:
     """Every compiled entry point compiled or loaded from the cache (``runtime.wait``: also
     those the calls below do not reach, such as N9's, which a pass's prefill may not reach
     either: its first call would be timed), then the batch API's called once, untimed."""
@@ -375,7 +375,7 @@ def compare(
     through vLLM's interface (or through the batch API without vLLM), its label, and
     where it must agree, the first request that differs and how; "(may differ)" is
     appended where it is allowed to differ (another algorithm)."""
-    _warm(policy)
+    warm(policy)
     chosen = contenders(capacity, policy, calls, reference) if chosen is None else chosen
     runs = []
     for contender in chosen:  # each pass's manager is freed when run_pass returns

@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from .conventions import CLOCK, collector_off, prefill_requests
+from .conventions import CLOCK, collector_off, prefill_requests, warm
 
 OPS = ("lookup", "touch", "prepare_load", "complete_load", "prepare_store", "complete_store")
 
@@ -337,24 +337,6 @@ def _plot(results: list[dict[str, Any]], path: str) -> None:
     fig.savefig(path, dpi=120)
 
 
-def _warm_core(policies: list[str]) -> None:
-    """Every compiled entry point once (compiled or loaded on first use), before timing."""
-    from kvoffload.impl import CPUOffloadingManager
-    from kvoffload.spec import BlockHash
-
-    for policy in policies:
-        warm = CPUOffloadingManager(8, policy=policy)
-        block = [BlockHash(b"w" * 32)]
-        warm.prepare_store(block)
-        warm.complete_store(block)
-        warm.lookup(block)
-        warm.touch(block)
-        warm.prepare_load(block)
-        warm.complete_load(block)
-        warm.prepare_store([BlockHash(b"v" * 32)])
-        warm.complete_store([BlockHash(b"v" * 32)], success=False)
-
-
 def _result(capacity: int, policy: str, config: tuple[int, str, int], passes: dict[str, Pass]) -> dict[str, Any]:
     """One row of the per-operation table from the passes of its configuration."""
     batch, scenario, _ = config
@@ -540,7 +522,8 @@ def command(
         console.print("vllm.v1.kv_offload is not importable here: no vLLM column (no vLLM figure is "
                       "assumed or invented; install vLLM to compare with its own manager)")
 
-    _warm_core(policy_list)
+    for policy in policy_list:  # every entry point compiled, the batch API's called once
+        warm(policy)
 
     _side_by_side(console, _ints(interface_capacities), interface_batch, policy_list, blocks_budget,
                   check_limit, seed)
