@@ -18,6 +18,10 @@ path is a parameter and ``kvoffload bench copy`` measures them side by side:
 - ``direct`` — stores ``index_select(out=host run)``, one pass and no staging; loads as
   ``runs`` (on the CPU ``index_copy_``/``index_put_`` measured 2–5× slower than one
   ``copy_`` per row). Same device only.
+- ``uva`` — one Triton kernel per job that reads and writes pinned host memory through
+  its device mapping, every plane at once (``uva.py``; CUDA with Triton only). The
+  handler launches it itself, from a table of addresses built once, so it has no row
+  function here.
 
 All functions take ``non_blocking``; on CUDA they are called inside the copy stream's
 context, so every kernel and copy they issue is ordered on that stream (H4).
@@ -30,6 +34,7 @@ from collections.abc import Callable
 
 import torch
 
+from . import uva
 from .indices import IntArray, pair_runs, runs
 
 __all__ = ["CopyPath", "available_paths", "store_rows", "load_rows"]
@@ -43,17 +48,19 @@ class CopyPath(str, enum.Enum):
     RUNS = "runs"
     INDEX = "index"
     DIRECT = "direct"
+    UVA = "uva"
 
 
 def available_paths(device: torch.device) -> list[CopyPath]:
     """The paths that can run with device planes on ``device``.
 
     ``index`` and ``direct`` index the host plane with a tensor op, which needs the
-    device plane on the host too.
+    device plane on the host too; ``uva`` needs CUDA and Triton.
     """
     if device.type == "cpu":
-        return list(CopyPath)
-    return [CopyPath.GATHER, CopyPath.PER_BLOCK, CopyPath.RUNS]
+        return [p for p in CopyPath if p is not CopyPath.UVA]
+    kernel = [CopyPath.UVA] if uva.available() else []
+    return [CopyPath.GATHER, CopyPath.PER_BLOCK, CopyPath.RUNS, *kernel]
 
 
 Planes = list[torch.Tensor]
