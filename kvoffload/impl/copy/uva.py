@@ -9,7 +9,7 @@ virtual addressing, every 64-bit CUDA platform), so one kernel can read device r
 write host rows, or the reverse, directly: one launch per job, whatever the number of
 planes and however scattered the GPU block ids.
 
-Alternatives measured or rejected:
+Alternatives not taken (neither was measured):
 
 - ``cudaMemcpyBatchAsync`` (CUDA ≥ 12.8) still moves one small DMA per row and plane, and
   torch does not expose it; reaching it through ctypes ties us to one CUDA runtime ABI.
