@@ -27,6 +27,8 @@ from typing import Any
 import attrs
 import click
 
+from .plotting import pyplot
+
 __all__ = ["command", "Shape", "SHAPES"]
 
 
@@ -130,6 +132,8 @@ def command(device: str, quick: bool, shapes: Sequence[str], block_tokens: Seque
 
     if device == "cuda" and not torch.cuda.is_available():
         raise click.UsageError("--device cuda: no CUDA device is available")
+    if plot:  # fail before the run, not after it
+        pyplot()
     dev = torch.device(device)
     cuda = dev.type == "cuda"
     if quick:
@@ -271,13 +275,7 @@ def _one_job(handler: Any, spec: Callable[[], Any]) -> Callable[[], None]:
 def _plot(rows: Sequence[Row], path: str, title: str) -> None:
     """GB/s against block size: one panel per (shape, batch, direction), one line per path,
     the ceiling dashed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise click.ClickException("--plot needs matplotlib: pip install 'kvoffload[plot]'") from exc
+    plt = pyplot()
     grid = sorted({(r.shape, r.blocks) for r in rows})
     fig, axes = plt.subplots(len(grid), 2, figsize=(9, 3.4 * len(grid)), squeeze=False)
     cells = [(ax, *key, d) for ax_row, key in zip(axes, grid) for ax, d in zip(ax_row, ("store", "load"))]

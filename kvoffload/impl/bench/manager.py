@@ -27,6 +27,7 @@ from typing import Any
 import click
 
 from .conventions import CLOCK, collector_off, prefill_requests, warm
+from .plotting import pyplot
 
 OPS = ("lookup", "touch", "prepare_load", "complete_load", "prepare_store", "complete_store")
 
@@ -306,15 +307,7 @@ def manager_passes(name: str, build: Callable[[int], Any], capacity: int,
 
 
 def _plot(results: list[dict[str, Any]], path: str) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise click.ClickException(
-            "--plot needs matplotlib: pip install 'kvoffload[plot]' (or matplotlib)"
-        ) from None
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     keys = sorted({(r["policy"], r["scenario"], r["batch"]) for r in results})
     for policy, scenario, batch in keys:
@@ -504,12 +497,7 @@ def command(
     from rich.console import Console
 
     if plot_path:  # fail before the run, not after it
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise click.ClickException(
-                "--plot needs matplotlib: pip install 'kvoffload[plot]' (or matplotlib)"
-            ) from None
+        pyplot()
     if quick:
         capacities, batch_sizes, blocks_budget = "1e3,1e4,1e5", "16,256", min(blocks_budget, 8_000)
         interface_capacities = "1e4"

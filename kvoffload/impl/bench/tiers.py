@@ -35,6 +35,7 @@ import attrs
 import click
 
 from ..tiers.disk import DiskTier
+from .plotting import pyplot
 from ..tiers.faultrun import payload_of
 from ..tiers.jobs import TierJobResult
 
@@ -218,13 +219,7 @@ def _print(figures: list[TierFigure]) -> None:
 
 
 def _plot(figures: list[TierFigure], path: str) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise click.UsageError("--plot needs matplotlib: pip install 'kvoffload[plot]'") from None
+    plt = pyplot(click.UsageError)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, op in zip(axes, ("write", "read")):
         for tier in sorted({f.tier for f in figures}):
