@@ -19,6 +19,7 @@ hands out). Host buffers are allocated once per configuration and shared by ever
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,8 @@ import click
 from .plotting import pyplot
 
 __all__ = ["command", "Shape", "SHAPES"]
+
+_ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}  # the --dtype choices, bytes each
 
 
 @attrs.frozen
@@ -43,9 +46,8 @@ class Shape:
     layout: str  # ``kv_blocks`` (K and V apart, FlashAttention) or ``blocks`` (MLA's latent)
 
     def bytes_per_block(self, tokens: int) -> int:
-        """Bytes of one GPU block across every layer."""
-        halves = 2 if self.layout == "kv_blocks" else 1
-        return self.layers * halves * tokens * self.heads * self.head_dim * (4 if self.dtype == "float32" else 2)
+        """Bytes of one GPU block across every layer: a one-block layer tensor, ``layers`` times."""
+        return self.layers * math.prod(self.tensor_shape(1, tokens)) * _ITEMSIZE[self.dtype]
 
     def tensor_shape(self, blocks: int, tokens: int) -> tuple[int, ...]:
         """One layer's tensor."""
@@ -111,7 +113,7 @@ class Row:
 @click.option("--heads", type=int, default=8, show_default=True, help="KV heads of the custom shape.")
 @click.option("--head-dim", type=int, default=128, show_default=True)
 @click.option(
-    "--dtype", type=click.Choice(["bfloat16", "float16", "float32"]), default="bfloat16", show_default=True
+    "--dtype", type=click.Choice(sorted(_ITEMSIZE)), default="bfloat16", show_default=True
 )
 @click.option("--path", "paths", multiple=True, help="Copy paths to time (default: all the device runs).")
 @click.option("--repeats", type=int, default=5, show_default=True)
