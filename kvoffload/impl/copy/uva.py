@@ -144,11 +144,11 @@ class SegmentTable:
         rows = [(*_row(d), *_row(h), d[0].numel() * d.element_size()) for d, h in pairs]
         word = next(w for w in _WORDS if all(v % w == 0 for r in rows for v in r))
         fields = [[r[i] for r in rows] for i in range(4)] + [[r[4] // word for r in rows]]
-        if math.ceil(max(fields[4], default=0) / (BLOCK * STEPS)) > _MAX_GRID:
-            raise ValueError(f"a row of {max(fields[4])} words is longer than the uva kernel's grid covers")
+        longest = max(fields[4], default=0)
+        if math.ceil(longest / (BLOCK * STEPS)) > _MAX_GRID:
+            raise ValueError(f"a row of {longest} words is longer than the uva kernel's grid covers")
         packed = torch.tensor(fields, dtype=torch.int64, device=device_planes[0].device)
-        return cls(packed=packed, word_bytes=word, max_words=max(fields[4], default=0),
-                   host_views=tuple(h for _, h in pairs))
+        return cls(packed=packed, word_bytes=word, max_words=longest, host_views=tuple(h for _, h in pairs))
 
     @property
     def segments(self) -> int:
