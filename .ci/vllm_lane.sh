@@ -4,8 +4,10 @@
 # numba/torch pins, our package installed beside it (the redis extra only: the Redis tier
 # generates behind vLLM's tiering against the redis-server .ci/run installed), then tests/vllm_lane/
 # (real generation included). Then vLLM 0.33's pure-Python modules over that environment
-# (.ci/vllm033_overlay.sh: the wheel downloaded once, cached in .venv-vllm033-overlay/)
-# and the lane's tests that need no model run again against them.
+# (.ci/vllm_overlay.sh 0.33: the wheel downloaded once, cached in .venv-vllm033-overlay/)
+# and the lane's tests that need no model run again against them; then vLLM 0.19's the
+# same way (.ci/vllm_overlay.sh 0.19), for the bench beside its batch-API manager and the
+# suite's verdicts on its LRU and ARC (tests/vllm_lane/test_vllm019.py).
 # Then a seeded sample of cosmic-ray's mutants of vLLM's CPU manager and policies (0.32's and
 # 0.33's) and of our reference policies, each judged by the conformance suite (.ci/mutation.sh --ci).
 # Bounded: every step runs under `timeout` (the mutation sample: at most 11 min; ~6 measured).
@@ -55,7 +57,7 @@ HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=1 timeout "$left" \
   "$PY" -m pytest -p no:cacheprovider -ra $PARALLEL tests/vllm_lane
 
 step "vLLM 0.33 pure-Python modules over the 0.32 environment"
-overlay=$(timeout 1200 bash .ci/vllm033_overlay.sh "$PY")
+overlay=$(timeout 1200 bash .ci/vllm_overlay.sh 0.33 "$PY")
 echo "overlay: $overlay"
 
 step "tests/vllm_lane against vLLM 0.33 (every file but real generation: conformance, lockstep and reproductions included)"
@@ -75,6 +77,13 @@ step "the same under vLLM 0.33 (its own manager beside ours; both LRUs rank by r
 VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" timeout 300 "$PY" -m kvoffload bench manager --quick --interface-only
 VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay" timeout 300 \
   "$PY" -m kvoffload bench trace --quick tests/data/mooncake_synthetic_head120.jsonl
+
+step "vLLM 0.19 (the batch-API generation) over the same environment: its manager beside ours, judged by the suite"
+overlay019=$(timeout 600 bash .ci/vllm_overlay.sh 0.19 "$PY")
+echo "overlay: $overlay019"
+VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay019" HF_HUB_OFFLINE=1 timeout 600 \
+  "$PY" -m pytest -p no:cacheprovider -ra tests/vllm_lane/test_vllm019.py
+VLLM_TARGET_DEVICE=cpu PYTHONPATH="$overlay019" timeout 300 "$PY" -m kvoffload bench manager --quick --no-cold-start
 
 step "mutation testing, the bounded CI sample (docs/mutation-report.md; ~6 min)"
 KVOFFLOAD_VLLM_PYTHON="$PY" KVOFFLOAD_VLLM033_SITE="$overlay" bash .ci/mutation.sh --ci

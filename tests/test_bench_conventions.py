@@ -178,3 +178,23 @@ def test_the_side_by_side_table_names_vllms_release_and_its_other_hit_ratio(vllm
     assert "vLLM 0.33 (vLLM if.)" in text and "vLLM 0.32" not in text
     row = next(line for line in text.splitlines() if line.startswith("│") and " w " in line)
     assert shown in row and row.count("(vLLM 0.33") == (vllm_hits != 25)
+
+
+def test_the_side_by_side_table_puts_vllm_019_among_the_batch_api_runs() -> None:
+    """vLLM 0.19's connector called the batch API: its run (convention "batch API") gets a
+    column of its own there, headed by its release, with its ratio to that convention's
+    floor; without such a run the batch API's columns stay floor, kvoffload, reference."""
+    runs = [_run("floor (OrderedDict LRU)", "batch API", 20), _run("kvoffload", "batch API", 20),
+            _run("vLLM 0.19", "batch API", 20, blocks=25), _run("reference", "batch API", 20, blocks=50)]
+    console = Console(record=True, width=300, file=io.StringIO())
+    print_comparisons(console, "t", [Comparison("w", 10, "lru", runs, [], 100)])
+    text = console.export_text()
+    header = " ".join(line for line in text.splitlines() if line.startswith("┃"))
+    assert "vLLM 0.19 (batch)" in header
+    row = next(line for line in text.splitlines() if line.startswith("│") and " w " in line)
+    cells = [cell.strip() for cell in row.strip("│").split("│")]
+    # floor 10 ns/block; kvoffload 10 (×1.00); vLLM 0.19 40 (×4.00); reference 20 (×2.00)
+    assert cells[8:15] == ["10", "10", "×1.00", "40", "×4.00", "20", "×2.00"]
+    console = Console(record=True, width=300, file=io.StringIO())
+    print_comparisons(console, "t", [Comparison("w", 10, "lru", [r for r in runs if r.label != "vLLM 0.19"], [], 100)])
+    assert "(batch)" in console.export_text() and "vLLM 0.19" not in console.export_text()

@@ -99,6 +99,26 @@ def vllm_calls() -> VllmCalls | None:
         return None
 
 
+def vllm_batch_manager(capacity: int, policy: str) -> Any:
+    """vLLM's own ``CPUOffloadingManager`` of a release whose connector still called the
+    batch API (0.19: ``lookup(block_hashes) -> int``), to be called as is. ``TypeError`` on
+    0.32 and later (``num_chunks``), ``ImportError`` without vLLM."""
+    from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager as VllmManager
+
+    return VllmManager(block_size=16, num_blocks=capacity, cache_policy=policy)
+
+
+def vllm_batch_release() -> str | None:
+    """"vLLM 0.19" (the installed release) where vLLM's own manager speaks the batch API,
+    else ``None``."""
+    try:
+        vllm_batch_manager(1, "lru")
+        from vllm import __version__
+    except Exception:  # no vLLM, or one of the per-key generation
+        return None
+    return "vLLM " + ".".join(__version__.split(".")[:2])
+
+
 def _store_answer(out: Any) -> tuple[list[bytes], list[bytes]] | None:
     """Keys to store and evicted keys of any manager's store output (untimed)."""
     if out is None:
@@ -194,7 +214,8 @@ class Contender:
 
 def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: bool) -> list[Contender]:
     """The floor (LRU), kvoffload, the installed vLLM's own manager through its interface;
-    the floor, kvoffload and (``reference``) the reference model through the batch API.
+    the floor, kvoffload, vLLM 0.19's own manager where that is installed (its connector
+    called the batch API) and (``reference``) the reference model through the batch API.
 
     vLLM's LRU must give kvoffload's answers: both keep the installed vLLM's order (L1 on
     0.32; on 0.33 both rank an open request's keys by position, N9), vLLM's ARC is another
@@ -231,6 +252,9 @@ def contenders(capacity: int, policy: str, calls: VllmCalls | None, reference: b
         Contender("kvoffload", "batch API", lambda: CPUOffloadingManager(capacity, policy=policy),
                   calls is None or (policy != "arc" and not ranked)),
     ]
+    batch_release = vllm_batch_release() if calls is None and policy in ("lru", "arc") else None
+    if batch_release is not None:  # 0.19: the batch API is vLLM's interface; its LRU keeps L1, as ours
+        out.append(Contender(batch_release, "batch API", lambda: vllm_batch_manager(capacity, policy), lru))
     if reference:
         out.append(Contender("reference", "batch API", lambda: ReferenceManager(capacity, policy=policy), True))
     return out

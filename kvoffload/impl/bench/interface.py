@@ -53,9 +53,9 @@ def _other_hit_ratio(run: Run | None, lead: Run) -> str:
     return f" ({run.label}: {run.hit_ratio:.1%})"
 
 
-def _row(c: Comparison) -> list[str]:
+def _row(c: Comparison, batch_labels: tuple[str, ...]) -> list[str]:
     row = [c.workload, f"{c.capacity:,}", c.policy]
-    for convention, labels in ((_IF, (_OURS, _VLLM)), (_BATCH, (_OURS, _REF))):
+    for convention, labels in ((_IF, (_OURS, _VLLM)), (_BATCH, batch_labels)):
         base = c.get(_FLOOR, convention)
         row.append(_ns(c.get(_FLOOR, convention)))
         for label in labels:
@@ -75,13 +75,17 @@ def print_comparisons(console: Any, title: str, comparisons: list[Comparison]) -
 
     table = Table(title=title)
     vllm = next((run.label for c in comparisons if (run := c.get(_VLLM, _IF)) is not None), _VLLM)
+    # vLLM 0.19's own manager: its connector called the batch API, so it is driven through that
+    old_vllm = next((run.label for c in comparisons if (run := c.get(_VLLM, _BATCH)) is not None), None)
+    batch_labels = (_OURS, _VLLM, _REF) if old_vllm else (_OURS, _REF)
+    batch_columns = [f"{old_vllm if label == _VLLM else label} (batch)" for label in batch_labels]
     for column in ("workload", "capacity", "policy",
                    "floor (vLLM if.)", "kvoffload (vLLM if.)", "vs floor", f"{vllm} (vLLM if.)", "vs floor",
-                   "floor (batch)", "kvoffload (batch)", "vs floor", "reference (batch)", "vs floor",
+                   "floor (batch)", *(part for name in batch_columns for part in (name, "vs floor")),
                    "hit ratio", "answers agree"):
         table.add_column(column, justify="right")
     for c in comparisons:
-        table.add_row(*_row(c))
+        table.add_row(*_row(c, batch_labels))
     console.print(table)
     phases = Table(title="where the time goes: ns per request block, by phase "
                          "(finish = on_new_request + on_request_finished, or the batch API's touch)")
@@ -98,7 +102,7 @@ def print_comparisons(console: Any, title: str, comparisons: list[Comparison]) -
         raise click.ClickException("answers differ from kvoffload's: " + "; ".join(bad))
     console.print("Answers: every manager marked 'must agree' gave kvoffload's answers on every request "
                   "(hits, keys to store, evicted keys, in order), vLLM's own LRU among them (kvoffload keeps "
-                  "the installed vLLM's LRU order: L1 on 0.32, N9 on 0.33); '(may differ)' marks vLLM's own "
+                  "the installed vLLM's LRU order: L1 on 0.19 and 0.32, N9 on 0.33); '(may differ)' marks vLLM's own "
                   "ARC, a different algorithm, the LRU floor under ARC, and where kvoffload's answers "
                   "through vLLM's interface follow requests (ARC's K5/K6, 0.33's N9) the floor (L1) and "
                   "the batch API's kvoffload, which have no requests.")
