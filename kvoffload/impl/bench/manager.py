@@ -563,9 +563,9 @@ def command(
                   f"({checked} of {len(results)} configurations compared on every call).")
     vllm_agreed = [r["vllm_agreed"] for r in results if r["vllm_agreed"]]
     if vllm_agreed:
+        configs = f"{len(vllm_agreed)} configuration{'s' if len(vllm_agreed) > 1 else ''}"
         console.print(f"{vllm_label()}'s own LRU gave the production manager's answers on {sum(vllm_agreed):,} "
-                      f"calls ({len(vllm_agreed)} configurations compared on every call); vLLM's ARC is "
-                      "another algorithm and is not compared.")
+                      f"calls ({configs} compared on every call); vLLM's ARC is another algorithm and is not compared.")
     console.print(
         "Memory per block of capacity: 'state' = the manager's structures for its blocks (hash-table "
         "share for blocks, ref counts, recency stamps, heaps, free stack, list tags, meta); '+ghosts' "
