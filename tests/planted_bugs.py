@@ -234,6 +234,25 @@ class ARCPromotesPending(ReferenceARCPolicy):
                 super().touch([h])
 
 
+class LRUSizeByIdentity(ReferenceLRUPolicy):
+    """M5.3 above 256 victims: stops collecting victims when ``len(victims) is n``, which
+    CPython's shared small ints make true only up to 256; beyond, it evicts every eligible
+    block (a mutant of vLLM 0.19's LRU that survived a suite without large examples)."""
+
+    def evict(self, n, protected):
+        victims = []
+        for block_hash, block in self.order.items():
+            if len(victims) is n:
+                break
+            if block.ref_cnt == 0 and block_hash not in protected:
+                victims.append((block_hash, block))
+        if len(victims) < n:
+            return None
+        for block_hash, _ in victims:
+            del self.order[block_hash]
+        return victims
+
+
 def policy_factory(cls):
     return lambda cache_capacity: cls(cache_capacity)
 
@@ -259,6 +278,7 @@ manager_arc_no_fallback = _manager_with(ARCNoT1Fallback)
 manager_arc_integer_ratio = _manager_with(ARCIntegerRatio)
 manager_arc_untrimmed_ghosts = _manager_with(ARCUntrimmedGhosts)
 manager_arc_promotes_pending = _manager_with(ARCPromotesPending)
+manager_size_by_identity = _manager_with(LRUSizeByIdentity)
 
 
 class FailedStoreBecomesReady(ReferenceManager):

@@ -79,6 +79,13 @@ def invoke(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Outcome:
         return None, error
 
 
+def shortened(value: Any, limit: int = 1000) -> str:
+    """``repr(value)``, cut to ``limit`` characters (an answer of hundreds of blocks, from
+    the large example, would fill the message; the reproduction shows it whole)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def judge_refusal(outcome: Outcome, clause: str, what: str) -> Verdict | None:
     """A call that breaks the caller protocol (B2, B3, P2, P3) must raise ``ContractViolation``."""
     error = outcome[1]
@@ -314,7 +321,7 @@ class ManagerJudge:
                 return None
             hint = f" (the argument was a one-shot {shape}: M0)" if shape in ONE_SHOT_KINDS else ""
             return Verdict((clause, "M0") if hint else (clause,), f"{method} raised {target_error!r} on a call the "
-                           f"contract allows; the model returned {model_value!r}{hint}")
+                           f"contract allows; the model returned {shortened(model_value)}{hint}")
         expected_kind = exception_kind(model_error)
         expected_clause = getattr(model_error, "clause", "M9")
         if target_error is None:

@@ -21,6 +21,7 @@ from hypothesis.stateful import get_state_machine_test as _untyped_state_machine
 from ..spec import POLICIES
 from .loading import call_source
 from .lockstep.backend_machine import BackendMachine
+from .lockstep.large import run_large_example
 from .lockstep.machine_base import ConformanceMachine, FactoryRef, RunStats, TargetSetupError
 from .lockstep.manager_machine import ManagerMachine
 from .lockstep.policy_machine import PolicyMachine
@@ -167,18 +168,34 @@ def run_machine(machine: type[ConformanceMachine], settings: hypothesis.settings
         with seed_only_draws():
             test()
     except Exception as error:
-        setup = find_exception(error, TargetSetupError)
-        if setup is not None:
-            raise setup from None
-        result.ok = False
-        failure = find_exception(error, ConformanceFailure)
-        if failure is not None:
-            result.clauses, result.message = failure.clauses, failure.message
-            result.reproduction = failure.reproduction
-            return
-        lines = (traceback.format_exception if full_traceback else traceback.format_exception_only)(error)
-        result.clauses = ("?",)
-        result.message = unexpected + "".join(lines).strip()
+        record_error(error, result, unexpected, full_traceback)
+
+
+def record_error(error: Exception, result: ConformanceResult, unexpected: str, full_traceback: bool) -> None:
+    """What a run raised, into ``result`` (``run_machine``); a ``TargetSetupError`` is re-raised."""
+    setup = find_exception(error, TargetSetupError)
+    if setup is not None:
+        raise setup from None
+    result.ok = False
+    failure = find_exception(error, ConformanceFailure)
+    if failure is not None:
+        result.clauses, result.message = failure.clauses, failure.message
+        result.reproduction = failure.reproduction
+        return
+    lines = (traceback.format_exception if full_traceback else traceback.format_exception_only)(error)
+    result.clauses = ("?",)
+    result.message = unexpected + "".join(lines).strip()
+
+
+def run_large(machine: type[ConformanceMachine], result: ConformanceResult) -> None:
+    """After a passing run of a contract-interface manager, the scripted example at sizes
+    above 256 (``lockstep.large``; vLLM-interface machines have a large arm of their own)."""
+    if not (result.ok and issubclass(machine, ManagerMachine) and result.interface == "contract"):
+        return
+    try:
+        run_large_example(machine)
+    except Exception as error:
+        record_error(error, result, "the large example stopped on an unexpected error: ", False)
 
 
 def conformance_settings(
@@ -259,6 +276,7 @@ def run_conformance(
     try:
         run_machine(machine, conformance_settings(max_examples, steps, shrink=shrink), seed, result,
                     "the suite stopped on an unexpected error: ", full_traceback=False)
+        run_large(machine, result)
     finally:
         stats.done()
     stats.record(result, time.perf_counter() - started)

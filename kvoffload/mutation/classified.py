@@ -35,6 +35,13 @@ _M = "vllm-cpu|manager.py|"
 _RL = "reference-policies|lru.py|"
 _VP = "vllm-cpu|policies/"
 _M33 = "vllm033-cpu|manager.py|"
+_M19 = "vllm019-cpu|manager.py|"
+_VP19 = "vllm019-cpu|policies/"
+#: vLLM 0.19's complete_store test `block is not None and not block.is_ready` with `or`
+_BREACH_019 = (
+    "changes complete_store only for a hash that is not pending (absent: `None.is_ready` raises; ready: it is "
+    "{what}): a breach of C3, which the default kill test never makes, and strict mode cannot judge 0.19 (its "
+    "originals answer breaches with AssertionError, not ContractViolation: M3, M9)")
 _VP33 = "vllm033-cpu|policies/"
 #: vLLM 0.33's LRU chooses between rebuilding its lazy heap and pushing the updated keys
 _REBUILD_OR_PUSH = (
@@ -65,6 +72,66 @@ _OUT_OF_TREE_ASSERT = (
     "out-of-tree path")
 
 CLASSIFIED: dict[str, tuple[str, str]] = {
+    # vLLM 0.19 (its LRU, judged through the batch API), seed 0, 80 drawn (2026-11-30)
+    _M19 + "161:27|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
+        "`>=` for `==` in prepare_store's assertion on the allocation: _allocate_blocks returns one block per "
+        "hash (fresh ones, then reused ones, len(block_hashes) in all), so both hold")),
+    _M19 + "39:30|core/ReplaceFalseWithTrue#0": (UNREACHABLE, (
+        "the default of `enable_events` becomes True: the factory convention always passes enable_events")),
+    _M19 + "185:37|core/ReplaceAndWithOr#1": (UNREACHABLE, _BREACH_019.format(
+        what="made ready again, its ref_cnt reset to 0, and announced as stored")),
+    _M19 + "191:37|core/ReplaceAndWithOr#2": (UNREACHABLE, _BREACH_019.format(what="removed and its block freed")),
+    _VP19 + "abstract.py|25:24|core/NumberReplacer#0": (EQUIVALENT, (
+        "a new block starts at ref_cnt -2 instead of -1: nothing compares it with -1 (is_ready is `>= 0`, "
+        "eviction wants `== 0`, loads assert readiness, complete_store sets 0), and the policy suite builds its "
+        "blocks from kvoffload.spec, not from this class")),
+    _VP19 + "abstract.py|47:4|core/RemoveDecorator#2": (EQUIVALENT, (
+        "`@abstractmethod` removed from CachePolicy.get: it only stops a subclass without get from being refused "
+        "at construction; LRU and ARC both define get")),
+    _VP19 + "abstract.py|59:4|core/RemoveDecorator#5": (EQUIVALENT, (
+        "`@abstractmethod` removed from CachePolicy.touch: it only stops a subclass without touch from being "
+        "refused at construction; LRU and ARC both define touch")),
+    _VP19 + "lru.py|40:35|core/ReplaceComparisonOperator_Eq_GtE#2": (EQUIVALENT, (
+        "`len(candidates) >= n` for `==` in evict's loop: candidates grow by one from 0 (n == 0 returned "
+        "before), so the loop stops at the same length")),
+    _VP19 + "lru.py|42:27|core/ReplaceComparisonOperator_Lt_NotEq#0": (EQUIVALENT, (
+        "`!=` for `<` after evict's loop: the loop leaves len(candidates) <= n, so both agree")),
+    # vLLM 0.19, all 273 (2026-11-30): the survivors beyond seed 0's
+    _M19 + "161:27|core/ReplaceComparisonOperator_Eq_LtE#0": (EQUIVALENT, (
+        "`<=` for `==` in prepare_store's assertion on the allocation: _allocate_blocks returns one block per "
+        "hash, so both hold")),
+    _M19 + "116:33|core/ReplaceComparisonOperator_Gt_NotEq#0": (UNREACHABLE, (
+        "complete_load's `assert ref_cnt > 0` as `!= 0`: differs only for a pending block (-1), i.e. a "
+        "complete_load without its prepare_load, a breach of C2, which the default kill test never makes (strict "
+        "mode cannot judge 0.19: its originals answer breaches with AssertionError, not ContractViolation)")),
+    _M19 + "116:33|core/ReplaceComparisonOperator_Gt_GtE#0": (UNREACHABLE, (
+        "complete_load's `assert ref_cnt > 0` as `>= 0`: differs only for a block no load is reading, a "
+        "complete_load without its prepare_load (C2 breach; strict mode cannot judge 0.19, as above)")),
+    _M19 + "116:35|core/NumberReplacer#11": (UNREACHABLE, (
+        "complete_load's `assert ref_cnt > 0` as `> -1`: as `>= 0` (116:33), a C2 breach only")),
+    _M19 + "139:31|core/ReplaceComparisonOperator_Gt_GtE#1": (EQUIVALENT, (
+        "prepare_store enters its eviction branch also when nothing needs evicting: evict(0, ...) returns [] "
+        "(LRU and ARC both return early), so nothing is freed and no event is made")),
+    _M19 + "139:33|core/NumberReplacer#15": (EQUIVALENT, (
+        "`num_blocks_to_evict > -1`: as `>= 0` (139:31), evict(0, ...) returns []")),
+    _VP19 + "abstract.py|25:23|core/ReplaceUnaryOperator_USub_Invert#0": (EQUIVALENT, (
+        "`~1` (-2) for `-1` as a new block's ref_cnt: as the NumberReplacer mutant at 25:24, nothing compares "
+        "it with -1")),
+    _VP19 + "abstract.py|44:4|core/RemoveDecorator#1": (EQUIVALENT, (
+        "`@abstractmethod` removed from CachePolicy.__init__: LRU and ARC both define __init__")),
+    _VP19 + "abstract.py|51:4|core/RemoveDecorator#3": (EQUIVALENT, (
+        "`@abstractmethod` removed from CachePolicy.insert: LRU and ARC both define insert")),
+    _VP19 + "abstract.py|55:4|core/RemoveDecorator#4": (EQUIVALENT, (
+        "`@abstractmethod` removed from CachePolicy.remove: LRU and ARC both define remove")),
+    _VP19 + "abstract.py|63:4|core/RemoveDecorator#6": (EQUIVALENT, (
+        "`@abstractmethod` removed from CachePolicy.evict: LRU and ARC both define evict")),
+    _VP19 + "lru.py|34:13|core/ReplaceComparisonOperator_Eq_LtE#0": (UNREACHABLE, (
+        "evict returns [] for a negative n (the original evicts every eligible block then): the manager calls "
+        "evict only with n > 0, and P5 wants n >= 0 of a caller, which the default kill test keeps")),
+    _M19 + "178:65|core/ReplaceTrueWithFalse#1": (KILLED_NOW, (
+        "complete_store's default becomes success=False: vLLM 0.19's connector calls complete_store(block_hashes) "
+        "and relies on it, but the suite always passed success. It now completes its stores without the keyword "
+        "(ManagerMachine._store_and_complete) and kills it (re-judged 2026-11-30: M5)")),
     _VP + "base.py|20:22|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
         "`len(positions) >= len(keys)` for `==` in order_request_keys: positions is a dict built over keys, so it never has more entries than keys; `>=` holds exactly when `==` does")),
     _VP + "lru.py|52:63|core/ReplaceComparisonOperator_Eq_Is#0": (EQUIVALENT, (

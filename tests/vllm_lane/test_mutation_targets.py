@@ -15,6 +15,7 @@ vllm = pytest.importorskip("vllm")
 from kvoffload.mutation.judge import judge  # noqa: E402
 from kvoffload.mutation.scratch import build_scratch, source_dir  # noqa: E402
 from kvoffload.mutation.targets import VLLM033_CPU, VLLM033_CPU_MC, VLLM_CPU, VLLM_CPU_MC  # noqa: E402
+from vllm_helpers import forget_modules  # noqa: E402
 
 RUNNING = "0.33" if vllm.__version__.startswith("0.33.") else "0.32"
 
@@ -30,12 +31,6 @@ def test_the_target_of_the_other_release_is_refused_with_the_way_to_run_it() -> 
     other = VLLM_CPU if RUNNING == "0.33" else VLLM033_CPU
     with pytest.raises(ValueError, match=f"mutates vLLM {other.vllm_version}'s files, but .* imports vLLM {RUNNING}"):
         source_dir(other, sys.executable)
-
-
-
-def _forget(package: str) -> None:
-    for name in [m for m in sys.modules if m.startswith(package)]:
-        del sys.modules[name]
 
 
 def test_the_model_checker_target_kills_a_mutant_of_the_running_release(tmp_path: Path,
@@ -56,12 +51,12 @@ def test_the_model_checker_target_kills_a_mutant_of_the_running_release(tmp_path
     sys.path.insert(0, str(root))
     try:
         assert judge(target.name, "policies/lru.py") == 0
-        _forget(target.package)
+        forget_modules(target.package)
         lru.write_text(text.replace(original, mutated), encoding="utf-8")
         assert judge(target.name, "policies/lru.py") == 1
     finally:
         sys.path.remove(str(root))
-        _forget(target.package)
+        forget_modules(target.package)
     said = capsys.readouterr().out
     assert said.count("conforms check-exhaustive") == 2, said
     assert "VIOLATES L" in said.split("conforms")[-1] and "--policies-only --capacity 3 --policy lru" in said, said

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
 from typing import Any
 
 
@@ -72,3 +73,10 @@ def run_reproduction(reproduction: str) -> BaseException | None:
     except BaseException as error:  # noqa: BLE001 - the reproduction's verdict
         return error
     return None
+
+
+def forget_modules(package: str) -> None:
+    """Drop ``package`` and its submodules from ``sys.modules`` (a mutation target's scratch
+    copy, imported again after a file of it changed)."""
+    for name in [m for m in sys.modules if m.startswith(package)]:
+        del sys.modules[name]

@@ -37,11 +37,19 @@ class ManagerMachine(ConformanceMachine):
     # -- setup ------------------------------------------------------------------------
     @initialize(data=st.data())
     def setup(self, data: st.DataObject) -> None:
-        capacity = self.capacity = self.draw_capacity(data)
-        self.events_on = data.draw(st.booleans(), label="enable_events")
-        self.pool: list[bytes] = data.draw(hash_pools(min(capacity + 1, 10), min(12, 2 * capacity + 3)), label="pool")
-        self.target: Any = self.build(num_blocks=capacity, enable_events=self.events_on)
-        self.judge = ManagerJudge(capacity, self.policy_mode, self.events_on, self.log.name, explain_m10=True)
+        capacity = self.draw_capacity(data)
+        events_on = data.draw(st.booleans(), label="enable_events")
+        self.start(capacity, events_on, data.draw(hash_pools(min(capacity + 1, 10), min(12, 2 * capacity + 3)),
+                                                  label="pool"))
+
+    def start(self, capacity: int, events_on: bool, pool: list[bytes]) -> None:
+        """A target of ``capacity`` blocks, its judge, and the hashes the calls draw from
+        (``setup``, and the scripted large example: ``lockstep.large``)."""
+        self.capacity = capacity
+        self.events_on = events_on
+        self.pool: list[bytes] = pool
+        self.target: Any = self.build(num_blocks=capacity, enable_events=events_on)
+        self.judge = ManagerJudge(capacity, self.policy_mode, events_on, self.log.name, explain_m10=True)
         self.inflight: list[list[bytes]] = []
 
     def draw_capacity(self, data: st.DataObject) -> int:
@@ -153,14 +161,15 @@ class ManagerMachine(ConformanceMachine):
         items = self.draw_unique(data, absent, "hashes", most=min(3, len(absent)))
         self._store_and_complete(items, data, drawn_shape=True)
 
-    def _store_and_complete(self, items: list[bytes], data: st.DataObject, drawn_shape: bool = False) -> None:
+    def _store_and_complete(self, items: list[bytes], data: st.DataObject | None, drawn_shape: bool = False) -> None:
         """M5 of ``items``, then M6 of those it left pending (as a list, or a drawn shape):
-        ready blocks at once."""
+        ready blocks at once (lists only without ``data``)."""
         self._prepare_store(items, data)
         stored = [h for h in items if self.ref(h) == -1]
         if stored:
-            shape = self.draw_kind(data, with_set=True) if drawn_shape else "list"
-            self.call("complete_store", stored, shape, exercising=("M6", "C3"), success=True)
+            shape = self.draw_kind(data, with_set=True) if drawn_shape and data is not None else "list"
+            # without ``success``: M6's default (True), on which vLLM 0.19's connector relies
+            self.call("complete_store", stored, shape, exercising=("M6", "C3"))
 
     @rule(data=st.data())
     def prepare_store(self, data: st.DataObject) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-__all__ = ["OneShot", "hash_pools", "batches", "ARG_KINDS", "ONE_SHOT_KINDS", "BAD_ELEMENTS", "make_argument", "listed"]
+__all__ = ["OneShot", "hash_pools", "batches", "ARG_KINDS", "ONE_SHOT_KINDS", "BAD_ELEMENTS", "make_argument", "listed",
+           "large_pool"]
 
 #: Argument shapes, in shrinking order (a failure that needs a one-shot argument shrinks
 #: towards ``oneshot``, whose re-iteration the suite detects directly: M0).
@@ -119,3 +120,10 @@ def make_argument(
         whole = [*items, *extra]
         return itertools.islice(whole, len(items)), f"itertools.islice({listed(names, whole)}, {len(items)})"
     raise ValueError(f"unknown argument kind {kind!r}")
+
+
+def large_pool(size: int) -> list[bytes]:
+    """``size`` distinct 14-byte hashes for examples of hundreds of blocks (the vLLM machine's
+    large arm, ``lockstep.large``): drawing hundreds of hashes one by one would spend
+    hypothesis' whole budget on the pool."""
+    return [b"kvo-large-" + index.to_bytes(4, "big") for index in range(size)]

@@ -27,6 +27,7 @@ from ....spec.keyed import RequestAccess, group_index, request_finished
 from ...judge import invoke
 from ..machine_base import TargetSetupError
 from ..manager_machine import ManagerMachine
+from ..strategies import large_pool
 from .adapter import through_adapter, VllmManagerView
 from .detect import parameters
 
@@ -87,12 +88,6 @@ def grouped_pool(pool: list[bytes]) -> list[bytes]:
             key = pool[index - 1]  # the twin: same hash, group 1
         keys.append(key + (index % 2).to_bytes(4, "big"))
     return list(dict.fromkeys(keys))
-
-
-def large_pool(size: int) -> list[bytes]:
-    """The large arm's pool: ``size`` distinct 14-byte hashes (drawing hundreds of
-    hashes one by one would spend hypothesis' whole budget on the pool)."""
-    return [b"kvo-large-" + index.to_bytes(4, "big") for index in range(size)]
 
 
 class VllmManagerMachine(ManagerMachine):

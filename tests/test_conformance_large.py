@@ -1,0 +1,44 @@
+"""The scripted example above 256 blocks a call (``kvoffload.conformance.lockstep.large``),
+run after every passing hypothesis run of a contract-interface manager."""
+
+from __future__ import annotations
+
+import pytest
+
+import planted_bugs as pb
+from kvoffload.conformance import check_manager
+from kvoffload.conformance.lockstep.large import CAPACITY, run_large_example
+from kvoffload.conformance.lockstep.machine_base import FactoryRef
+from kvoffload.conformance.reports.result import ConformanceResult
+from kvoffload.conformance.runner import conformance_settings, machine_for, run_machine
+from kvoffload.impl import factories
+
+
+def test_M5_a_size_compared_by_identity_is_caught_above_256_with_a_reproduction_that_runs() -> None:
+    """``len(victims) is n`` holds only for CPython's shared ints (up to 256): the hypothesis
+    run conforms, the large example's store of 270 fresh hashes evicts all 300 blocks."""
+    result = check_manager(pb.manager_size_by_identity, policy="lru", max_examples=20,
+                           source="planted_bugs:manager_size_by_identity")
+    assert not result.ok and result.clause == "M5", result.report()
+    assert "evicted 300 blocks, but M5.3 needs exactly 270" in result.message
+    assert f"num_blocks={CAPACITY}" in result.reproduction
+    with pytest.raises(AssertionError, match="M5"):
+        exec(compile(result.reproduction, "<reproduction>", "exec"), {})
+
+
+def test_M5_the_same_bug_below_257_is_not_seen_by_the_hypothesis_run_alone() -> None:
+    """Why the example exists: the machine's own examples (caches of at most 32 blocks)
+    pass this manager."""
+    machine = machine_for("manager", FactoryRef.of(pb.manager_size_by_identity, None), "lru")
+    result = ConformanceResult(target="t", kind="manager", policy="lru", strict=False, ok=True)
+    run_machine(machine, conformance_settings(40, 40), 0, result, "", full_traceback=False)
+    assert result.ok, result.message
+    with pytest.raises(AssertionError, match="M5"):
+        run_large_example(machine)
+
+
+@pytest.mark.parametrize("policy", ["lru", "arc", "s3fifo", "sieve"])
+def test_M5_the_production_managers_pass_the_large_example_judged_exactly(policy: str) -> None:
+    machine = machine_for("manager", FactoryRef.of(getattr(factories, f"{policy}_manager"), None), policy)
+    run_large_example(machine)  # raises ConformanceFailure at the first verdict
+    assert {"M1", "M2", "M3", "M5", "M6"} <= machine.stats.clauses
