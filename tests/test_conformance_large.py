@@ -12,6 +12,7 @@ from kvoffload.conformance.lockstep.machine_base import FactoryRef
 from kvoffload.conformance.reports.result import ConformanceResult
 from kvoffload.conformance.runner import conformance_settings, machine_for, run_machine
 from kvoffload.impl import factories
+from kvoffload.spec import ReferenceManager
 
 
 def test_M5_a_size_compared_by_identity_is_caught_above_256_with_a_reproduction_that_runs() -> None:
@@ -42,3 +43,16 @@ def test_M5_the_production_managers_pass_the_large_example_judged_exactly(policy
     machine = machine_for("manager", FactoryRef.of(getattr(factories, f"{policy}_manager"), None), policy)
     run_large_example(machine)  # raises ConformanceFailure at the first verdict
     assert {"M1", "M2", "M3", "M5", "M6"} <= machine.stats.clauses
+
+
+def _small_only_manager(num_blocks: int, enable_events: bool = False) -> ReferenceManager:
+    if num_blocks > 64:
+        raise ValueError("this manager supports at most 64 blocks")
+    return ReferenceManager(num_blocks, policy="lru", enable_events=enable_events)
+
+
+def test_M5_a_factory_that_refuses_the_large_cache_conforms_and_says_what_was_skipped() -> None:
+    result = check_manager(_small_only_manager, policy="lru", max_examples=10)
+    assert result.ok, result.report()
+    assert any(reason.startswith("sizes above 256") and "at most 64 blocks" in reason
+               for reason in result.clauses_skipped), result.clauses_skipped
