@@ -108,15 +108,22 @@ def vllm_batch_manager(capacity: int, policy: str) -> Any:
     return VllmManager(block_size=16, num_blocks=capacity, cache_policy=policy)
 
 
+def installed_vllm() -> str:
+    """The installed vLLM as the tables name it: "vLLM" and its release (``ImportError``
+    without vLLM)."""
+    from vllm import __version__
+
+    return "vLLM " + ".".join(__version__.split(".")[:2])
+
+
 def vllm_batch_release() -> str | None:
-    """"vLLM 0.19" (the installed release) where vLLM's own manager speaks the batch API,
+    """``installed_vllm()`` ("vLLM 0.19") where vLLM's own manager speaks the batch API,
     else ``None``."""
     try:
         vllm_batch_manager(1, "lru")
-        from vllm import __version__
     except Exception:  # no vLLM, or one of the per-key generation
         return None
-    return "vLLM " + ".".join(__version__.split(".")[:2])
+    return installed_vllm()
 
 
 def _store_answer(out: Any) -> tuple[list[bytes], list[bytes]] | None:

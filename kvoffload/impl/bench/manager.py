@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from .conventions import CLOCK, collector_off, prefill_requests, vllm_batch_manager, warm
+from .conventions import CLOCK, collector_off, installed_vllm, prefill_requests, vllm_batch_manager, warm
 from .plotting import pyplot
 
 OPS = ("lookup", "touch", "prepare_load", "complete_load", "prepare_store", "complete_store")
@@ -183,11 +183,7 @@ def _vllm_builder(policy: str) -> tuple[str, Callable[[int], Any]] | None:
 def vllm_label() -> str:
     """The vLLM column's heading: the installed release and the interface it is driven through."""
     found = _vllm_builder("lru")
-    if found is None:
-        return "vLLM"
-    from vllm import __version__
-
-    return f"vLLM {'.'.join(__version__.split('.')[:2])} ({found[0]})"
+    return "vLLM" if found is None else f"{installed_vllm()} ({found[0]})"
 
 
 def _digest(keys: Sequence[bytes]) -> bytes:
