@@ -12,10 +12,9 @@ import pytest
 
 vllm = pytest.importorskip("vllm")
 
-from kvoffload.mutation.judge import judge  # noqa: E402
-from kvoffload.mutation.scratch import build_scratch, source_dir  # noqa: E402
+from kvoffload.mutation.scratch import source_dir  # noqa: E402
 from kvoffload.mutation.targets import VLLM033_CPU, VLLM033_CPU_MC, VLLM_CPU, VLLM_CPU_MC  # noqa: E402
-from vllm_helpers import forget_modules  # noqa: E402
+from vllm_helpers import judge_mutant  # noqa: E402
 
 RUNNING = "0.33" if vllm.__version__.startswith("0.33.") else "0.32"
 
@@ -43,20 +42,8 @@ def test_the_model_checker_target_kills_a_mutant_of_the_running_release(tmp_path
     admission = [(s.store_threshold, s.max_tracker_size) for s in target.suites["manager.py"] if s.max_tracker_size]
     # N2 judged by the checker too: trackers of 1 and 2 keys, threshold 3 (above the lowest), and off
     assert admission == [(2, 1), (2, 2), (3, 1), (1, 1)]
-    root = build_scratch(target, source_dir(target, sys.executable), tmp_path)
-    lru = root / target.package / "policies" / "lru.py"
     original, mutated = "self._update_recency(reversed(list(keys)))", "self._update_recency(list(keys))"
-    text = lru.read_text(encoding="utf-8")
-    assert text.count(original) == 1
-    sys.path.insert(0, str(root))
-    try:
-        assert judge(target.name, "policies/lru.py") == 0
-        forget_modules(target.package)
-        lru.write_text(text.replace(original, mutated), encoding="utf-8")
-        assert judge(target.name, "policies/lru.py") == 1
-    finally:
-        sys.path.remove(str(root))
-        forget_modules(target.package)
+    assert judge_mutant(target, tmp_path, "policies/lru.py", original, mutated)[:2] == ([0], 1)
     said = capsys.readouterr().out
     assert said.count("conforms check-exhaustive") == 2, said
     assert "VIOLATES L" in said.split("conforms")[-1] and "--policies-only --capacity 3 --policy lru" in said, said

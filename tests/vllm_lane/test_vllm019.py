@@ -32,7 +32,7 @@ if vllm_batch_release() is None:
     pytest.skip("the installed vLLM's manager is of the per-key generation (0.32, 0.33)", allow_module_level=True)
 
 import vllm019_factories as factories  # noqa: E402
-from vllm_helpers import forget_modules  # noqa: E402
+from vllm_helpers import judge_mutant  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -124,23 +124,12 @@ def test_mutation_target_of_019_judges_its_files_through_the_batch_api(tmp_path:
     """``kvoffload mutation run --target vllm019-cpu``: 0.19's LRU manager and policy, copied
     and judged by the contract's suites. The originals conform; ``touch`` without its
     ``reversed`` (the last key ends up most recent, P4 wants the first) is killed."""
-    from kvoffload.mutation.judge import judge
-    from kvoffload.mutation.scratch import build_scratch, source_dir
     from kvoffload.mutation.targets import VLLM019_CPU
 
-    root = build_scratch(VLLM019_CPU, source_dir(VLLM019_CPU, sys.executable), tmp_path)
-    lru = root / VLLM019_CPU.package / "policies" / "lru.py"
     original, mutated = "for block_hash in reversed(list(block_hashes)):", "for block_hash in list(block_hashes):"
-    text = lru.read_text(encoding="utf-8")
-    assert text.count(original) == 1 and "kvo_mut_vllm019.policies.abstract" in text
-    sys.path.insert(0, str(root))
-    try:
-        assert [judge(VLLM019_CPU.name, file) for file in VLLM019_CPU.files] == [0, 0, 0]
-        forget_modules(VLLM019_CPU.package)
-        lru.write_text(text.replace(original, mutated), encoding="utf-8")
-        assert judge(VLLM019_CPU.name, "policies/lru.py") == 1
-    finally:
-        sys.path.remove(str(root))
-        forget_modules(VLLM019_CPU.package)
+    shipped, mutant, text = judge_mutant(VLLM019_CPU, tmp_path, "policies/lru.py", original, mutated,
+                                         before=VLLM019_CPU.files)
+    assert "kvo_mut_vllm019.policies.abstract" in text
+    assert shipped == [0, 0, 0] and mutant == 1
     said = capsys.readouterr().out
     assert "VIOLATES" in said.split("conforms")[-1] and "interface=contract" in said, said

@@ -80,3 +80,26 @@ def forget_modules(package: str) -> None:
     copy, imported again after a file of it changed)."""
     for name in [m for m in sys.modules if m.startswith(package)]:
         del sys.modules[name]
+
+
+def judge_mutant(target: Any, tmp_path: Any, file: str, original: str, mutated: str,
+                 before: tuple[str, ...] = ()) -> tuple[list[int], int, str]:
+    """A mutation target's files copied into ``tmp_path``; ``judge`` (``kvoffload.mutation``)
+    of ``before`` (default: ``file``) as shipped, then of ``file`` with ``original`` (which
+    must occur once) replaced by ``mutated``: both exit codes, and ``file``'s shipped text."""
+    from kvoffload.mutation.judge import judge
+    from kvoffload.mutation.scratch import build_scratch, source_dir
+
+    root = build_scratch(target, source_dir(target, sys.executable), tmp_path)
+    copy = root / target.package / file
+    text = copy.read_text(encoding="utf-8")
+    assert text.count(original) == 1, f"{original!r} must occur once in {file}"
+    sys.path.insert(0, str(root))
+    try:
+        shipped = [judge(target.name, name) for name in (before or (file,))]
+        forget_modules(target.package)
+        copy.write_text(text.replace(original, mutated), encoding="utf-8")
+        return shipped, judge(target.name, file), text
+    finally:
+        sys.path.remove(str(root))
+        forget_modules(target.package)
