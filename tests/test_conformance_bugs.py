@@ -52,6 +52,11 @@ CAUGHT: list[tuple[str, str, Any, str, bool, set[str]]] = [
     ("arc_promotes_pending", "policy", pb.ARCPromotesPending, "arc", False, {"A4", "A3"}),
     ("lru_touch_ready_only", "policy", pb.LRUTouchReadyOnly, "lru", False, {"L3", "L2"}),
     ("prepare_load_touches", "manager", pb.PrepareLoadTouches, "lru", False, {"M10"}),
+    # The same ARC bugs inside a manager of reference parts: found by the manager machine's
+    # ARC walk (a victim per single store, fractional ghost hits; M10 when a manager touching
+    # on loads or stores would evict the same blocks)
+    ("manager_arc_untrimmed_ghosts", "manager", pb.manager_arc_untrimmed_ghosts, "arc", False, {"A4", "A5", "M10"}),
+    ("manager_arc_promotes_pending", "manager", pb.manager_arc_promotes_pending, "arc", False, {"A4", "A3", "M10"}),
     # Only above 256 blocks a call: the scripted large example after the run (lockstep.large).
     ("size_by_identity", "manager", pb.manager_size_by_identity, "lru", False, {"M5"}),
 ]

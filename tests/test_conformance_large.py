@@ -56,3 +56,31 @@ def test_M5_a_factory_that_refuses_the_large_cache_conforms_and_says_what_was_sk
     assert result.ok, result.report()
     assert any(reason.startswith("sizes above 256") and "at most 64 blocks" in reason
                for reason in result.clauses_skipped), result.clauses_skipped
+
+
+class _NewestFirstAbove64(ReferenceManager):
+    """L3 above 64 victims a call: the newest eligible blocks instead of the oldest."""
+
+    def __init__(self, num_blocks: int, enable_events: bool = False) -> None:
+        super().__init__(num_blocks, policy="lru", enable_events=enable_events)
+        exact = self.policy.evict
+
+        def evict(n: int, protected: set[bytes]) -> object:
+            if n <= 64:
+                return exact(n, protected)
+            eligible = [(h, b) for h, b in reversed(self.policy.order.items()) if b.ref_cnt == 0 and h not in protected]
+            for h, _ in eligible[:n]:
+                del self.policy.order[h]
+            return eligible[:n] if len(eligible) >= n else None
+
+        self.policy.evict = evict  # type: ignore[method-assign]
+
+
+def test_L3_long_victim_lists_are_summed_up_in_the_message_and_kept_whole_in_the_check() -> None:
+    """A wrong order in the large example (270 victims): the message says where the victims
+    first differ and shows a few, not hundreds of names; the reproduction's check holds them all."""
+    result = check_manager(_NewestFirstAbove64, policy="lru", max_examples=10)
+    assert not result.ok and result.clause == "L3", result.report()
+    assert "prepare_store evicted 270 blocks, LRU evicts 270; from victim 0 on the target's are [" in result.message
+    assert len(result.message) < 400, result.message
+    assert result.reproduction.count(", h") > 270  # the failing check names every expected victim

@@ -432,7 +432,7 @@ class ManagerJudge:
         loads or stores evicts just these."""
         clause = EXACT_VICTIM_CLAUSE[self.policy]
         want = listed(self.name, expected)
-        head = f"prepare_store evicted {listed(self.name, evicted)}, {self.policy.upper()} evicts {want}"
+        head = self._victims_text(evicted, expected)
         check = f"list({var}.block_hashes_evicted) == {want}"
         culprit = self.m10_culprit(evicted)
         if culprit is not None:
@@ -440,6 +440,21 @@ class ManagerJudge:
                            "touches the policy (M10: only touch, stores, evictions and failed stores change the "
                            "policy's order)", check)
         return Verdict(victim_blame(self.policy), f"{head} {WRONG_VICTIM[self.policy][1]}", check)
+
+    def _victims_text(self, evicted: list[bytes], expected: list[bytes], most: int = 12) -> str:
+        """Both victim lists; for longer ones (the large example: hundreds of blocks) their
+        lengths and a few victims from the first difference on (the check keeps them whole)."""
+        policy = self.policy.upper()
+        if max(len(evicted), len(expected)) <= most:
+            return f"prepare_store evicted {listed(self.name, evicted)}, {policy} evicts {listed(self.name, expected)}"
+        start = next((i for i, (a, b) in enumerate(zip(evicted, expected)) if a != b), min(len(evicted), len(expected)))
+
+        def window(victims: list[bytes]) -> str:
+            shown = listed(self.name, victims[start:start + 6])
+            return shown[:-1] + ", …]" if len(victims) > start + 6 else shown
+
+        return (f"prepare_store evicted {len(evicted)} blocks, {policy} evicts {len(expected)}; from victim {start} "
+                f"on the target's are {window(evicted)}, {policy}'s {window(expected)}")
 
     def m10_culprit(self, evicted: list[bytes]) -> str | None:
         """The method whose touching the policy (an M10 bug) explains the target's victims."""

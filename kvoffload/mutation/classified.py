@@ -666,4 +666,24 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "`n < 0` for `n == 0`: evict(0) runs range(0), applies no eviction and trims ghost lists that are already "
         "within the capacity (only evict grows them, and it trims them), so it returns [] with no state change; "
         "negative n returned [] before too")),
+    # vLLM 0.33, seed 22 (40 drawn, 2026-11-30): every survivor judged, none a gap
+    _M33 + "256:29|core/ReplaceComparisonOperator_Eq_LtE#2": (EQUIVALENT, (
+        "`ref_cnt <= 0` for `== 0` after complete_load's decrement: the line before asserts `ref_cnt > 0`, so the "
+        "decremented count is >= 0 and only 0 passes either test")),
+    _M33 + "145:20|core/ReplaceContinueWithBreak#1": (EQUIVALENT, (
+        "`break` for `continue` when the admission tracker is full and every tracked key is protected (N2): "
+        "nothing in the loop lowers the tracker's size or raises num_unprotected after that point, so every "
+        "later key of the offer is skipped as well; stopping the loop skips them all the same")),
+    _VP33 + "lru.py|95:69|core/NumberReplacer#16": (EQUIVALENT, (
+        "`len(self._evictable) // 5` for `// 4` in the rebuild threshold: " + _REBUILD_OR_PUSH)),
+    # vLLM 0.32, seed 23 (40 drawn, 2026-11-30): every survivor judged, none a gap
+    _VP + "lru.py|64:66|core/ReplaceBinaryOperator_FloorDiv_Sub#0": (EQUIVALENT, (
+        "`len(self._evictable) - 4` for `// 4` in the rebuild threshold (0.33's 95:66): " + _REBUILD_OR_PUSH)),
+    _VP + "lru.py|52:63|core/ReplaceComparisonOperator_Eq_LtE#0": (EQUIVALENT, (
+        "`_ranks.get(key) <= rank` for `==` in _is_current: an entry is pushed with its key's rank of that moment "
+        "and a key's rank only rises (_next_rank only grows; clear empties the heap with the ranks), so a key's "
+        "current rank is never below an entry's and the two tests agree")),
+    _VP + "lru.py|112:26|core/NumberReplacer#17": (EQUIVALENT, (
+        "clear() restarts ranks from -1 instead of 0: the heap and the ranks are emptied with it, ranks are only "
+        "compared with each other, and the next ranks keep their order")),
 }

@@ -21,7 +21,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ..judge import EXACT_VICTIM_CLAUSE, ManagerJudge, Step, exception_kind, method_clause, probe_calls
 from .machine_base import ConformanceMachine
-from .strategies import ARG_KINDS, BAD_ELEMENTS, batches, hash_pools, make_argument
+from .strategies import ARG_KINDS, BAD_ELEMENTS, batches, fractional_ghosts, hash_pools, make_argument
 
 __all__ = ["ManagerMachine"]
 
@@ -39,8 +39,9 @@ class ManagerMachine(ConformanceMachine):
     def setup(self, data: st.DataObject) -> None:
         capacity = self.draw_capacity(data)
         events_on = data.draw(st.booleans(), label="enable_events")
-        self.start(capacity, events_on, data.draw(hash_pools(min(capacity + 1, 10), min(12, 2 * capacity + 3)),
-                                                  label="pool"))
+        # ARC: room for its residents and both ghost lists at unequal sizes (fractional p, A3)
+        most = min(14, 3 * capacity + 2) if self.policy_mode == "arc" else min(12, 2 * capacity + 3)
+        self.start(capacity, events_on, data.draw(hash_pools(min(capacity + 1, 10), most), label="pool"))
 
     def start(self, capacity: int, events_on: bool, pool: list[bytes]) -> None:
         """A target of ``capacity`` blocks, its judge, and the hashes the calls draw from
@@ -143,14 +144,55 @@ class ManagerMachine(ConformanceMachine):
         self.call("touch", self.draw_with_others(data, self.pending(), self.pool), self.draw_kind(data))
         self.exercised("M4", "P4")
 
-    @precondition(lambda self: self.policy_mode == "arc" and bool(self.ghosts()))
+    @precondition(lambda self: self.policy_mode == "arc" and bool(self.ghosts() or self.absent()))
     @rule(data=st.data())
     def touch_ghost(self, data: st.DataObject) -> None:
+        """ARC's own rule (A3, A4, A5): touches of the model's ghosts, or (three times in
+        four) a walk through ARC's states (``_arc_walk``). One rule for both, so that the other policies' runs
+        draw their rules as before (hypothesis picks a rule by its place among all of them)."""
+        if self.ghosts() and (not self.absent() or data.draw(st.integers(0, 3), label="ghost touches") == 0):
+            self._touch_ghosts(data)
+        else:
+            self._arc_walk(data)
+
+    def _touch_ghosts(self, data: st.DataObject) -> None:
         """M4, A3: touches of the model's ARC ghosts move p (the victims show it later)."""
-        items = self.draw_unique(data, self.ghosts(), "hashes", most=2)
-        for _ in range(data.draw(st.integers(1, 2), label="repeats")):
+        items = self.draw_unique(data, self._ghost_candidates(data), "hashes", most=2)
+        for _ in range(data.draw(st.integers(1, 3), label="repeats")):
             self.call("touch", items, self.draw_kind(data))
         self.exercised("M4", "P4")
+
+    def _arc_walk(self, data: st.DataObject) -> None:
+        """A3, A4, A5: a run of the calls that move ARC's lists and ``p``, nothing else, one
+        hash each: store an absent hash (completed, or left pending so that T1 has nothing
+        to evict and T2 gives a ghost to B2), promote a ready T1 block to T2, hit a ghost
+        (a fractional step preferred). Single stores evict one block at a time, so each
+        victim shows A4's T1/T2 choice against floor(p); the ghost lists grow to the
+        unequal sizes that make p fractional, which the other rules seldom reach."""
+        for _ in range(data.draw(st.integers(8, 24), label="walk")):
+            move = data.draw(st.sampled_from(("store", "store", "pending", "promote", "ghost")), label="move")
+            t1_ready = [h for h in self.pool if h in self.model.policy.t1 and self.ref(h) == 0]
+            if move == "promote" and t1_ready:
+                self.call("touch", [data.draw(st.sampled_from(t1_ready), label="hash")], "list")
+            elif move == "ghost" and self.ghosts():
+                self.call("touch", [data.draw(st.sampled_from(self._ghost_candidates(data)), label="hash")], "list")
+            elif self.absent():
+                h = data.draw(st.sampled_from(self.absent()), label="hash")
+                if move == "pending":
+                    self._prepare_store([h], None)
+                else:
+                    self._store_and_complete([h], None)
+        if self.pending():
+            self.call("complete_store", self.pending(), "list")
+
+    def _ghost_candidates(self, data: st.DataObject) -> list[bytes]:
+        """The ghosts to touch: three times in four those whose hit moves p by a non-whole
+        step, when the model has any (``fractional_ghosts``): only a fractional p tells A3's
+        true division and A4's floor(p) from a whole-number reading of them."""
+        candidates = fractional_ghosts(self.model.policy, self.pool)
+        if not candidates or data.draw(st.integers(0, 3), label="any ghost") == 3:
+            candidates = self.ghosts()
+        return candidates
 
     @precondition(lambda self: bool(self.absent()))
     @rule(data=st.data())

@@ -23,7 +23,7 @@ from ...spec import POLICIES, BlockStatus, make_reference_policy
 from .adopting import AdoptingPolicy
 from ..judge import EXACT_VICTIM_CLAUSE, judge_evict, judge_gets, judge_ref_counts, policy_call
 from .machine_base import ConformanceMachine
-from .strategies import ARG_KINDS, OneShot, batches, hash_pools, make_argument
+from .strategies import ARG_KINDS, OneShot, batches, fractional_ghosts, hash_pools, make_argument
 
 __all__ = ["PolicyMachine"]
 
@@ -186,15 +186,9 @@ class PolicyMachine(ConformanceMachine):
         by a whole block (A3)."""
         self._hit_ghosts(data, [h for h in self.pool if h in self.model.b1 or h in self.model.b2])
 
-    def _fractional_ghosts(self) -> list[bytes]:
-        """The ARC ghosts whose hit moves p by a non-whole step (A3), in pool order."""
-        b1, b2 = self.model.b1, self.model.b2
-        return [h for h in self.pool if (h in b1 and len(b2) > len(b1) and not (len(b2) / len(b1)).is_integer())
-                or (h in b2 and self.model.p > 0 and len(b1) > len(b2) and not (len(b1) / len(b2)).is_integer())]
-
     def _hit_ghosts(self, data: st.DataObject, candidates: list[bytes]) -> None:
         """Touch one or two of ``candidates`` 1-3 times, preferring (3 in 4) fractional ghosts."""
-        fractional = self._fractional_ghosts()
+        fractional = fractional_ghosts(self.model, self.pool)
         if fractional and data.draw(st.integers(0, 3), label="any ghost") < 3:
             candidates = fractional
         if not candidates:

@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 __all__ = ["OneShot", "hash_pools", "batches", "ARG_KINDS", "ONE_SHOT_KINDS", "BAD_ELEMENTS", "make_argument", "listed",
-           "large_pool"]
+           "large_pool", "fractional_ghosts"]
 
 #: Argument shapes, in shrinking order (a failure that needs a one-shot argument shrinks
 #: towards ``oneshot``, whose re-iteration the suite detects directly: M0).
@@ -91,6 +91,15 @@ BAD_ELEMENTS: tuple[tuple[str, Callable[[], object]], ...] = (
     ("7", lambda: 7),
     ("None", lambda: None),
 )
+
+
+def fractional_ghosts(arc: Any, pool: Sequence[bytes]) -> list[bytes]:
+    """The hashes of ``pool`` in an ARC model's ghost lists whose hit moves ``p`` by a
+    non-whole step (A3: |B2|/|B1| or |B1|/|B2| above 1 and not whole), in pool order:
+    then ``p``'s fraction matters (A4's floor) and true division parts from a whole one."""
+    b1, b2 = arc.b1, arc.b2
+    return [h for h in pool if (h in b1 and len(b2) > len(b1) and not (len(b2) / len(b1)).is_integer())
+            or (h in b2 and arc.p > 0 and len(b1) > len(b2) and not (len(b1) / len(b2)).is_integer())]
 
 
 def listed(name: Callable[[object], str], items: Iterable[object]) -> str:
