@@ -148,8 +148,9 @@ class ManagerMachine(ConformanceMachine):
     @rule(data=st.data())
     def touch_ghost(self, data: st.DataObject) -> None:
         """ARC's own rule (A3, A4, A5): touches of the model's ghosts, or (three times in
-        four) a walk through ARC's states (``_arc_walk``). One rule for both, so that the other policies' runs
-        draw their rules as before (hypothesis picks a rule by its place among all of them)."""
+        four) a walk through ARC's states (``_arc_walk``). One rule for both, so that the
+        other policies' runs draw their rules as before (hypothesis picks a rule by its
+        place among all of them)."""
         if self.ghosts() and (not self.absent() or data.draw(st.integers(0, 3), label="ghost touches") == 0):
             self._touch_ghosts(data)
         else:
