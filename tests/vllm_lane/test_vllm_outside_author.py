@@ -5,7 +5,7 @@ the default mode, every planted bug is caught with the clause named.
 
 Strict mode is not asked of it: like vLLM 0.32's own manager, which its author matched on
 purpose, it gives each duplicate key of one ``prepare_store`` a block (a C5 breach the
-contract answers with M5.1; ``docs/vllm-findings.md``)."""
+contract answers with M5.1 in strict mode)."""
 
 from __future__ import annotations
 

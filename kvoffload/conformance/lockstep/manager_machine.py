@@ -172,8 +172,9 @@ class ManagerMachine(ConformanceMachine):
         unequal sizes that make p fractional, which the other rules seldom reach."""
         for _ in range(data.draw(st.integers(8, 24), label="walk")):
             move = data.draw(st.sampled_from(("store", "store", "pending", "promote", "ghost")), label="move")
-            t1_ready = [h for h in self.pool if h in self.model.policy.t1 and self.ref(h) == 0]
-            if move == "promote" and t1_ready:
+            t1 = self.model.policy.t1
+            t1_ready = [h for h in self.pool if h in t1 and self.ref(h) == 0] if move == "promote" else []
+            if t1_ready:
                 self.call("touch", [data.draw(st.sampled_from(t1_ready), label="hash")], "list")
             elif move == "ghost" and self.ghosts():
                 self.call("touch", [data.draw(st.sampled_from(self._ghost_candidates(data)), label="hash")], "list")
