@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity
 from hypothesis.database import ExampleDatabase
+from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test as _untyped_state_machine_test
 
 from ..spec import POLICIES
@@ -57,6 +58,11 @@ MACHINES: dict[str, type[ConformanceMachine]] = {
     "backend": BackendMachine,
     "policy": PolicyMachine,
 }
+#: What a hypothesis ``Flaky`` error means here: an example replayed (to shrink it, or to
+#: check a failure) went another way, because the target answered its calls another way.
+NOT_REPEATABLE = ("the target answered the same calls two ways when an example was replayed (a random policy, or "
+                  "state that the targets its factory builds share): the suite needs a deterministic target; seed "
+                  "its randomness from its arguments. Hypothesis said: ")
 SMOKE_ARGUMENTS: dict[str, dict[str, Any]] = {
     "manager": {"num_blocks": 2, "enable_events": True},
     "backend": {"num_blocks": 2},
@@ -184,7 +190,8 @@ def record_error(error: Exception, result: ConformanceResult, unexpected: str, f
         return
     lines = (traceback.format_exception if full_traceback else traceback.format_exception_only)(error)
     result.clauses = ("?",)
-    result.message = unexpected + "".join(lines).strip()
+    flaky = find_exception(error, Flaky) is not None  # (hypothesis' own words speak of its draws)
+    result.message = (NOT_REPEATABLE if flaky else unexpected) + "".join(lines).strip()
 
 
 def run_large(machine: type[ConformanceMachine], result: ConformanceResult) -> None:

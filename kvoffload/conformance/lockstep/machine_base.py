@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, NoReturn
 
 import attrs
@@ -17,6 +17,7 @@ from ..judge import Verdict, invoke, judge_refusal
 from ..loading import call_source
 from ...spec.clauses import clause_sort_key
 from ..reports.result import CallLog, ConformanceFailure, ConformanceResult
+from .twins import NOT_DETERMINISTIC, Call, Probe, Twins, twin_lines, twin_verdict
 
 __all__ = ["RunStats", "FactoryRef", "ConformanceMachine", "TargetSetupError"]
 
@@ -137,12 +138,16 @@ class ConformanceMachine(RuleBasedStateMachine):
         self.construct = ""
 
     def build(self, **arguments: Any) -> Any:
-        """Call the factory with keywords (and remember how, for the snippet)."""
-        self.construct = self.factory_ref.call(arguments)
+        """Call the factory with keywords (and remember how: for the snippet, and for a twin)."""
+        self.construct, self.arguments = self.factory_ref.call(arguments), arguments
         try:
             return self.factory_ref.factory(**arguments)
         except Exception as error:
             raise TargetSetupError(f"{self.factory_ref.source}({arguments}) raised {error!r}") from error
+
+    def fresh_target(self) -> Any:
+        """Another target, made as ``build`` made this example's (a twin: ``judge_twins``)."""
+        return self.factory_ref.factory(**self.arguments)
 
     def exercised(self, *clauses: str) -> None:
         self.stats.clauses.update(clauses)
@@ -206,6 +211,21 @@ class ConformanceMachine(RuleBasedStateMachine):
         """The clauses a failure names and its message (a hook: a subclass adds the clauses
         of its own interface that the failure also depends on)."""
         return ids, message
+
+    def judge_twins(self, twins: Twins, calls: Sequence[Call], probe: Probe, method: str, mark: int) -> None:
+        """I7 on ``twins`` (``twins.twin_verdict``) after the last of ``calls``, logged from
+        line ``mark`` on: a failure whose reproduction builds the twin, or a note when it
+        cannot be judged (the note that the target is not deterministic ends a run's checks)."""
+        if NOT_DETERMINISTIC in self.stats.skipped:
+            return
+        found = twin_verdict(twins, calls, probe, method, self.log.name, self.target_var)
+        if isinstance(found, str):
+            self.stats.skipped.add(found)
+        elif found is not None:
+            self.log.lines = twin_lines(self.log.lines, mark, self.construct, probe.source(self.log.name),
+                                        self.target_var)
+            self.judged(found)
+        self.exercised("I7")
 
     def judged(self, verdict: Verdict | None) -> None:
         """Fail with the judge's verdict, if there is one."""

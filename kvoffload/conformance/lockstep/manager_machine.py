@@ -6,15 +6,17 @@ ids are the target's own and never compared with the model's: I4 is checked on t
 instead. Default mode keeps the caller protocol (C1–C5); strict mode adds
 protocol-breaking and badly typed calls (M2, M3, M6, M7, M9). Every example that runs
 to its end closes with a probe (``teardown``: every block evicted in one judged call),
-so an order the target got wrong is seen even where no later victim showed it. This
-module draws the calls and records them as a reproduction; the verdicts are the judge's.
+so an order the target got wrong is seen even where no later victim showed it; every
+refused or raising call is followed by twins (``twins``: I7 on the target's hidden order,
+which ``--policy any`` does not model). This module draws the calls and records them as a
+reproduction; the verdicts are the judge's (and, for twins, ``twins.twin_verdict``'s).
 """
 
 from __future__ import annotations
 
 import hashlib
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
@@ -22,6 +24,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 from ..judge import EXACT_VICTIM_CLAUSE, ManagerJudge, Step, exception_kind, method_clause, probe_calls
 from .machine_base import ConformanceMachine
 from .strategies import ARG_KINDS, BAD_ELEMENTS, batches, fractional_ghosts, hash_pools, make_argument
+from .twins import ManagerProbe, Twins, apply_manager_call
 
 __all__ = ["ManagerMachine"]
 
@@ -33,6 +36,9 @@ CAPACITIES = (2, 3, 1, 2, 3, 4, 5, 3, 4, 6, 8, 16, 32, 4, 3)
 class ManagerMachine(ConformanceMachine):
     kind = "manager"
     target_var = "m"
+    #: I7 on the target's hidden order (``twins``): off where the calls the judge records
+    #: are not the target's own (vLLM's adapter)
+    twin_checks: ClassVar[bool] = True
 
     # -- setup ------------------------------------------------------------------------
     @initialize(data=st.data())
@@ -95,6 +101,7 @@ class ManagerMachine(ConformanceMachine):
         """One call judged on target and model, recorded as ``var = m.method(...)``; the
         clauses ``exercising`` are exercised once it was judged."""
         self.step()
+        self.call_line = len(self.log.lines)  # where this call's lines start (``twin_check``)
         extra = [h for h in self.pool if h not in items][:2]
         argument, source = make_argument(shape, items, self.log.name, extra)
         ordered = list(argument) if shape == "set" else list(items)
@@ -118,6 +125,7 @@ class ManagerMachine(ConformanceMachine):
             self.judged(step.verdict)
             self.exercised("M9", clause)
             self.sweep(("I7", "M9"), f"after {method} raised {expected}")
+            self.twin_check(method)
         self.exercised(*exercising)
         return step
 
@@ -125,6 +133,17 @@ class ManagerMachine(ConformanceMachine):
         """Look up every pool hash alone and compare with the model's ready set."""
         var = self.logged("s", f"[m.lookup([h]) for h in ({', '.join(map(self.log.name, self.pool))},)]")
         self.judged(self.judge.sweep(self.target, self.pool, clauses, why, var))
+
+    def twin_check(self, method: str) -> None:
+        """I7: the last call (refused or raising) left the target's order as it was, judged
+        on fresh targets replaying the example with and without it (``twins``); the model
+        cannot tell under ``--policy any``, and tells an exact policy's only when a later
+        victim shows it."""
+        if not self.twin_checks or self.judge.calls is None:
+            return
+        probe = ManagerProbe(self.inflight, self.pending(), self.absent(), self.probe_keys(self.capacity))
+        self.twins = getattr(self, "twins", None) or Twins(self.fresh_target, apply_manager_call)
+        self.judge_twins(self.twins, self.judge.calls, probe, method, self.call_line)
 
     # -- rules ------------------------------------------------------------------------------
     @rule(data=st.data())
@@ -239,6 +258,7 @@ class ManagerMachine(ConformanceMachine):
         if output is None:
             self.exercised("M5", "I6", "I7")
             self.sweep(("I7",), "after prepare_store returned None")
+            self.twin_check("prepare_store")
             return
         evicted = list(output.block_hashes_evicted)
         if evicted:

@@ -24,6 +24,7 @@ from .adopting import AdoptingPolicy
 from ..judge import EXACT_VICTIM_CLAUSE, judge_evict, judge_gets, judge_ref_counts, policy_call
 from .machine_base import ConformanceMachine
 from .strategies import ARG_KINDS, OneShot, batches, fractional_ghosts, hash_pools, make_argument
+from .twins import Call, PolicyProbe, Twins, apply_policy_call
 
 __all__ = ["PolicyMachine"]
 
@@ -65,6 +66,7 @@ class PolicyMachine(ConformanceMachine):
         self.blocks: dict[bytes, BlockStatus] = {}  # present hash -> its block, named blk<block_id> in the log
         #: id(block) -> every block made so far (its id: the count before it), the ref_cnt the machine set (P6)
         self.refs: dict[int, tuple[BlockStatus, int]] = {}
+        self.calls: list[Call] = []  # what the target was told, for its twins (``twins.replay_policy``)
         self.switched_off: frozenset[str] = frozenset(
             data.draw(st.sets(st.sampled_from(SWARM_RULES), max_size=3), label="swarm_off"))
 
@@ -88,8 +90,19 @@ class PolicyMachine(ConformanceMachine):
         self.step()
         rendered = ", ".join([self.log.name(h), *(f"BlockStatus({b.block_id})" for b in block)])
         what = f"{method} of a {'present' if clause == 'P2' else 'absent'} hash"
+        mark = len(self.log.lines)
         self.refused(clause, f"p.{method}({rendered})", "must raise", what, getattr(self.target, method), h, *block)
+        self.calls.append((method, (h, *(b.block_id for b in block)), {}))
         self.sweep(clause, f"after a refused {method}")
+        self.twin_check(method, mark)
+
+    def twin_check(self, method: str, mark: int) -> None:
+        """I7: the last call (refused or raising) left the policy's order as it was, judged
+        on fresh policies replaying the example with and without it (``twins``); the model
+        cannot tell under ``--policy any``, and tells an exact policy's only when a later
+        victim shows it."""
+        self.twins = getattr(self, "twins", None) or Twins(self.fresh_target, apply_policy_call)
+        self.judge_twins(self.twins, self.calls, PolicyProbe(self.present(), self.absent()), method, mark)
 
     def sweep(self, clause: str, why: str) -> None:
         """P1 for every pool hash (``get`` returns the very block inserted, or None)."""
@@ -111,6 +124,7 @@ class PolicyMachine(ConformanceMachine):
         self._set_block_ref(block, initial, logged=initial != -1)  # a new block is pending (-1) already
         self.log.add(f"p.insert({self.log.name(h)}, blk{block.block_id})")
         self.judged(policy_call(self.target, "insert", h, block)[1])
+        self.calls.append(("insert", (h, block.block_id), {}))
         self.model.insert(h, block)
         self.blocks[h] = block
         self.exercised("P2", CLAUSES.get(self.policy_mode, {}).get("insert", "P1"))
@@ -149,6 +163,7 @@ class PolicyMachine(ConformanceMachine):
         """The machine sets ``block``'s ref_cnt and remembers it (P6 compares later)."""
         block.ref_cnt = value
         self.refs[id(block)] = (block, value)
+        self.calls.append(("ref", (block.block_id, value), {}))
         if logged:
             self.log.add(f"blk{block.block_id}.ref_cnt = {value}")
 
@@ -160,6 +175,7 @@ class PolicyMachine(ConformanceMachine):
         h = data.draw(st.sampled_from(self.present()), label="hash")
         self.log.add(f"p.remove({self.log.name(h)})")
         self.judged(policy_call(self.target, "remove", h)[1])
+        self.calls.append(("remove", (h,), {}))
         self.model.remove(h)
         del self.blocks[h]
         self.exercised("P3", CLAUSES.get(self.policy_mode, {}).get("remove", "P3"))
@@ -208,6 +224,7 @@ class PolicyMachine(ConformanceMachine):
             source = "a"
         self.log.add(f"p.touch({source})")
         self.judged(policy_call(self.target, "touch", argument)[1])
+        self.calls.append(("touch", (list(items),), {}))
         self.model.touch(list(items))
         self.exercised("P4", CLAUSES.get(self.policy_mode, {}).get("touch", "P4"))
 
@@ -317,8 +334,10 @@ class PolicyMachine(ConformanceMachine):
     def _evict(self, n: int, protected: set[bytes]) -> list[bytes] | None:
         """Evict on both sides and compare; the victims, or ``None`` when refused."""
         _, protected_source = make_argument("set", [h for h in self.pool if h in protected], self.log.name)
+        mark = len(self.log.lines)
         var = self.logged("ev", f"p.evict({n}, {protected_source})")
         value, verdict = policy_call(self.target, "evict", n, set(protected))
+        self.calls.append(("evict", (n, set(protected)), {}))
         self.judged(verdict)
         self.exercised("P5", "P6")
         exact = self.policy_mode in POLICIES
@@ -334,7 +353,10 @@ class PolicyMachine(ConformanceMachine):
             self.blocks.pop(h, None)
         if n:
             self.sweep("P5", f"after evict({n}, ...)")
-        return None if value is None else victims
+        if value is None:
+            self.twin_check("evict", mark)
+            return None
+        return victims
 
     def teardown(self) -> None:
         """The end of every example that ran to its end: the target's hidden order made

@@ -97,6 +97,8 @@ class VllmManagerMachine(ManagerMachine):
     max_tracker_size: ClassVar[int | None] = None
     #: L1 (``recency``) or N9 (``request-rank``, ``RankOrderManagerMachine``) with --policy lru
     lru_order: ClassVar[str] = "recency"
+    #: the judge records the adapter's batch calls, which a fresh vLLM manager cannot replay
+    twin_checks = False
     #: a positioned request's offers are cut to what fits without eviction (K5): its
     #: provisional order is judged only under N9
     cuts_positioned_offers: ClassVar[bool] = True

@@ -30,6 +30,9 @@ class VllmPolicyMachine(PolicyMachine):
                                    "positions, where N9's order is L1's; judge its manager: conform manager)")
         return VllmPolicyView(raw)
 
+    def fresh_target(self) -> Any:
+        return VllmPolicyView(super().fresh_target())
+
 
 def vllm_machine(kind: str, lru_order: str = "recency") -> type[ConformanceMachine]:
     """The machine that judges a vLLM-interface ``kind`` (manager or policy); a manager
