@@ -686,4 +686,18 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _VP + "lru.py|112:26|core/NumberReplacer#17": (EQUIVALENT, (
         "clear() restarts ranks from -1 instead of 0: the heap and the ranks are emptied with it, ranks are only "
         "compared with each other, and the next ranks keep their order")),
+    # vLLM 0.33, seed 24 (40 drawn, 2026-11-30, after I7/M10 twins): every survivor judged, none a gap
+    _M33 + "225:8|core/ReplaceBinaryOperator_Mul_Div#0": (EQUIVALENT, (
+        "`/` for `*` in _prepare_load's signature: record_access becomes positional-or-keyword instead of "
+        "keyword-only, and its one caller passes it by keyword, so the call binds the same")),
+    _VP33 + "base.py|58:4|core/RemoveDecorator#1": (EQUIVALENT, (
+        "removes @abstractmethod from CachePolicy.get: LRU and ARC both define get and CachePolicy stays "
+        "abstract (its other abstract methods), so every policy the factory builds is created and answers the "
+        "same; only a hand-written subclass lacking get would become instantiable")),
+    _VP33 + "base.py|147:4|core/RemoveDecorator#6": (EQUIVALENT, (
+        "removes @abstractmethod from CachePolicy.clear: LRU and ARC both define clear and CachePolicy stays "
+        "abstract (its other abstract methods), so every policy the factory builds is created and answers the "
+        "same; only a hand-written subclass lacking clear would become instantiable")),
+    _VP33 + "lru.py|81:37|core/NumberReplacer#12": (EQUIVALENT, (
+        f"`3 * len(...)` for `2 * len(...)` in the compaction threshold: {_COMPACTION_ONLY}")),
 }

@@ -212,20 +212,21 @@ class ConformanceMachine(RuleBasedStateMachine):
         of its own interface that the failure also depends on)."""
         return ids, message
 
-    def judge_twins(self, twins: Twins, calls: Sequence[Call], probe: Probe, method: str, mark: int) -> None:
-        """I7 on ``twins`` (``twins.twin_verdict``) after the last of ``calls``, logged from
-        line ``mark`` on: a failure whose reproduction builds the twin, or a note when it
+    def judge_twins(self, twins: Twins, calls: Sequence[Call], probes: tuple[Probe, Probe], method: str, mark: int,
+                    clause: str = "I7") -> None:
+        """``clause`` on ``twins`` (``twins.twin_verdict``) after the last of ``calls``, logged
+        from line ``mark`` on: a failure whose reproduction builds the twin, or a note when it
         cannot be judged (the note that the target is not deterministic ends a run's checks)."""
         if NOT_DETERMINISTIC in self.stats.skipped:
             return
-        found = twin_verdict(twins, calls, probe, method, self.log.name, self.target_var)
+        found = twin_verdict(twins, calls, probes, method, self.log.name, self.target_var, clause)
         if isinstance(found, str):
             self.stats.skipped.add(found)
         elif found is not None:
-            self.log.lines = twin_lines(self.log.lines, mark, self.construct, probe.source(self.log.name),
+            self.log.lines = twin_lines(self.log.lines, mark, self.construct, probes[1].source(self.log.name),
                                         self.target_var)
             self.judged(found)
-        self.exercised("I7")
+        self.exercised(clause)
 
     def judged(self, verdict: Verdict | None) -> None:
         """Fail with the judge's verdict, if there is one."""

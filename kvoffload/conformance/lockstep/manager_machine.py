@@ -134,22 +134,39 @@ class ManagerMachine(ConformanceMachine):
         var = self.logged("s", f"[m.lookup([h]) for h in ({', '.join(map(self.log.name, self.pool))},)]")
         self.judged(self.judge.sweep(self.target, self.pool, clauses, why, var))
 
-    def twin_check(self, method: str) -> None:
-        """I7: the last call (refused or raising) left the target's order as it was, judged
-        on fresh targets replaying the example with and without it (``twins``); the model
-        cannot tell under ``--policy any``, and tells an exact policy's only when a later
-        victim shows it."""
+    def twin_check(self, method: str, clause: str = "I7", loaded: list[bytes] | None = None) -> None:
+        """``clause`` on twins, targets of their own replaying the example with and without
+        the last call (``twins``): it left the target's order as it was. I7 for a refused
+        or raising call: the model cannot tell under ``--policy any``, and tells an exact
+        policy's only when a later victim shows it. M10 for a lookup or a load
+        (``m10_twins``); ``loaded``: the hashes the call pinned, which the twin without it
+        has not. Each probe completes the loads in flight by the model's ref counts (strict
+        mode completes loads the machine did not start)."""
         if not self.twin_checks or self.judge.calls is None:
             return
-        probe = ManagerProbe(self.inflight, self.pending(), self.absent(), self.probe_keys(self.capacity))
+        pins = {h: int(block.ref_cnt) for h, block in self.model.blocks().items() if block.ref_cnt > 0}
+        fresh, pending, absent = self.probe_keys(self.capacity), self.pending(), self.absent()
+        with_it = ManagerProbe([[h] * count for h, count in pins.items()], pending, absent, fresh)
+        for h in loaded or ():
+            pins[h] -= 1
+        without = ManagerProbe([[h] * count for h, count in pins.items() if count], pending, absent, fresh)
         self.twins = getattr(self, "twins", None) or Twins(self.fresh_target, apply_manager_call)
-        self.judge_twins(self.twins, self.judge.calls, probe, method, self.call_line)
+        self.judge_twins(self.twins, self.judge.calls, (without, with_it), method, self.call_line, clause)
+
+    def m10_twins(self, method: str, step: Step, loaded: list[bytes] | None = None) -> None:
+        """M10 under ``--policy any``, where the model adopts the target's victims: a lookup
+        or a load (with its completion, which the probe makes) changed no order (a CLOCK
+        that sets a reference bit on a hit, an LFU that counts loads). An exact policy's
+        model sees that in the victims (and names M10: ``ManagerJudge.m10_culprit``)."""
+        if self.judge.adopt is not None and step.model[1] is None and not step.early_stop:
+            self.twin_check(method, "M10", loaded)
 
     # -- rules ------------------------------------------------------------------------------
     @rule(data=st.data())
     def lookup(self, data: st.DataObject) -> None:
-        """M1."""
-        self.call("lookup", self.draw_batch(data), self.draw_kind(data), exercising=("M0", "M1"))
+        """M1 (and M10: ``m10_twins``)."""
+        self.m10_twins("lookup", self.call("lookup", self.draw_batch(data), self.draw_kind(data),
+                                           exercising=("M0", "M1")))
 
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
@@ -288,6 +305,7 @@ class ManagerMachine(ConformanceMachine):
         step = self.call("prepare_load", items, self.draw_kind(data), exercising=("M2",))
         if step.model[1] is None:
             self.inflight.append(list(items))
+            self.m10_twins("prepare_load (or the complete_load that ends it)", step, list(items))
 
     @precondition(lambda self: bool(self.inflight))
     @rule(data=st.data())

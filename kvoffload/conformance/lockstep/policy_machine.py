@@ -102,7 +102,8 @@ class PolicyMachine(ConformanceMachine):
         cannot tell under ``--policy any``, and tells an exact policy's only when a later
         victim shows it."""
         self.twins = getattr(self, "twins", None) or Twins(self.fresh_target, apply_policy_call)
-        self.judge_twins(self.twins, self.calls, PolicyProbe(self.present(), self.absent()), method, mark)
+        probe = PolicyProbe(self.present(), self.absent())
+        self.judge_twins(self.twins, self.calls, (probe, probe), method, mark)
 
     def sweep(self, clause: str, why: str) -> None:
         """P1 for every pool hash (``get`` returns the very block inserted, or None)."""

@@ -35,7 +35,7 @@ from ...spec import BlockStatus
 from ..judge import Verdict, invoke, listed
 
 __all__ = ["NOT_DETERMINISTIC", "ManagerProbe", "PolicyProbe", "Twins", "apply_manager_call", "apply_policy_call",
-           "twin_lines", "twin_verdict"]
+           "RULES", "twin_lines", "twin_verdict"]
 
 #: One recorded call: method, arguments, keywords. A manager's are ``ManagerJudge.calls``
 #: (the hashes a list); a policy's are the policy machine's own (``replay_policy``).
@@ -48,6 +48,7 @@ class Probe(Protocol):
 
     def run(self, target: Any) -> list[Any]: ...
     def source(self, name: Name) -> list[str]: ...
+    def call(self, var: str, name: Name) -> str: ...
 
 
 def _answer(outcome: tuple[Any, BaseException | None], victims: Callable[[Any], list[Any]] | None = None) -> Any:
@@ -59,10 +60,15 @@ def _answer(outcome: tuple[Any, BaseException | None], victims: Callable[[Any], 
     return None if value is None or victims is None else victims(value)
 
 
+class Unsettled(Exception):
+    """A probe could not make every block evictable: no verdict for twins to give."""
+
+
 class ManagerProbe:
     """A manager's order: ``loads`` completed, ``pending`` stores completed, each of
     ``absent`` touched alone (a ghost's hit moves ARC's ``p``: A3), then each of ``absent``
-    and ``fresh`` stored alone and completed, its victims recorded."""
+    and ``fresh`` stored alone and completed, its victims recorded. Twins that differ in
+    work in flight (M10's: a load started on one of them) each complete their own."""
 
     def __init__(self, loads: Sequence[Sequence[bytes]], pending: Sequence[bytes], absent: Sequence[bytes],
                  fresh: Sequence[bytes]) -> None:
@@ -70,11 +76,15 @@ class ManagerProbe:
         self.hashes = [*absent, *fresh]
 
     def run(self, target: Any) -> list[Any]:
-        """One entry a call: ``None`` or the type name of what it raised; a store's victims."""
-        answers = [_answer(invoke(target.complete_load, load)) for load in self.loads]
-        if self.pending:
-            answers.append(_answer(invoke(target.complete_store, self.pending)))
-        answers += [_answer(invoke(target.touch, [h])) for h in self.absent]
+        """One entry a touch or store: ``None`` or the type name of what it raised; a store's
+        victims. ``Unsettled`` if a completion raises: the target's pins or pending blocks
+        are not the model's, which lockstep judges (M3, M6), not twins."""
+        for load in self.loads:
+            if invoke(target.complete_load, load)[1] is not None:
+                raise Unsettled(f"complete_load({load!r})")
+        if self.pending and invoke(target.complete_store, self.pending)[1] is not None:
+            raise Unsettled(f"complete_store({self.pending!r})")
+        answers = [_answer(invoke(target.touch, [h])) for h in self.absent]
         for h in self.hashes:
             out = invoke(target.prepare_store, [h])
             answers.append(_answer(out, lambda value: list(value.block_hashes_evicted)))
@@ -83,15 +93,20 @@ class ManagerProbe:
         return answers
 
     def source(self, name: Name) -> list[str]:
-        """``probe(m)`` for the reproduction: the same calls, returning the victim lists."""
-        lines = ["def probe(m):  # I7: the order: work in flight completed, absent hashes touched, then stored alone"]
-        lines += [f"    m.complete_load({listed(name, load)})" for load in self.loads]
-        lines += [f"    m.complete_store({listed(name, self.pending)})"] if self.pending else []
+        """``probe(m, loads, pending)`` for the reproduction: the same calls, returning the
+        victim lists."""
+        lines = ["def probe(m, loads, pending):  # the order: work in flight completed, absent hashes touched, "
+                 "then stored alone", "    for load in loads:", "        m.complete_load(load)", "    if pending:",
+                 "        m.complete_store(pending)"]
         lines += [f"    for h in ({', '.join(map(name, self.absent))},):", "        m.touch([h])"] if self.absent else []
         return [*lines, "    out = []", f"    for h in ({', '.join(map(name, self.hashes))},):",
                 "        r = m.prepare_store([h])", "        out.append(None if r is None else list(r.block_hashes_evicted))",
                 "        if r is not None:", "            m.complete_store(list(r.block_hashes_to_store))",
                 "    return out"]
+
+    def call(self, var: str, name: Name) -> str:
+        loads = "[" + ", ".join(listed(name, load) for load in self.loads) + "]"
+        return f"probe({var}, {loads}, {listed(name, self.pending)})"
 
 
 class PolicyProbe:
@@ -116,12 +131,15 @@ class PolicyProbe:
 
     def source(self, name: Name) -> list[str]:
         """``probe(p)`` for the reproduction: the same calls, returning the victims."""
-        lines = ["def probe(p):  # I7: the order: every block ready and idle, absent hashes touched, then evict(1)s"]
+        lines = ["def probe(p):  # the order: every block ready and idle, absent hashes touched, then evict(1)s"]
         lines += [f"    for h in ({', '.join(map(name, self.present))},):", "        p.get(h).ref_cnt = 0"] \
             if self.present else []
         lines += [f"    for h in ({', '.join(map(name, self.absent))},):", "        p.touch([h])"] if self.absent else []
         return [*lines, f"    victims = [p.evict(1, set()) for _ in range({len(self.present)})]",
                 "    return [None if v is None else [h for h, _ in v] for v in victims]"]
+
+    def call(self, var: str, name: Name) -> str:
+        return f"probe({var})"
 
 
 def apply_manager_call(target: Any, call: Call, blocks: dict[int, BlockStatus]) -> None:
@@ -190,35 +208,45 @@ NOT_DETERMINISTIC = "I7 on the target's order, by twins (the target answers one 
 CONFIRMATIONS = 4
 
 
-def twin_verdict(twins: Twins, calls: Sequence[Call], probe: Probe, method: str, name: Name,
-                 var: str = "m") -> Verdict | str | None:
-    """I7 on ``calls[-1]`` (a call the model refused or raised on): a ``Verdict`` when the
-    probe answers differently with and without it, a note (``str``) when the check could
-    not run (the factory fails, or the target answers one history two ways), else ``None``.
-    Copies that agree settle it; otherwise fresh replays decide, and a difference is
-    reported only once ``CONFIRMATIONS`` more replays of each history agree with the first
-    (a random policy is found out rather than reported)."""
-    def answers(history: Sequence[Call], times: int = 1) -> list[list[Any]]:
+#: What a judged call must not change, by the clause twins judge it under.
+RULES = {
+    "I7": "which a call that returns None or raises must leave as it was (I7)",
+    "M10": "which only touch, stores, evictions and failed stores change (M10: a lookup or a load is not a use)",
+}
+
+
+def twin_verdict(twins: Twins, calls: Sequence[Call], probes: tuple[Probe, Probe], method: str, name: Name,
+                 var: str = "m", clause: str = "I7") -> Verdict | str | None:
+    """``clause`` (I7: a refused or raising call; M10: a lookup or a load) on ``calls[-1]``:
+    a ``Verdict`` when the probes (``probes``: of the twin without it, of the one with it)
+    answer differently, a note (``str``) when the check could not run (the factory fails, or
+    the target answers one history two ways), else ``None``. Copies that agree settle it;
+    otherwise fresh replays decide, and a difference is reported only once
+    ``CONFIRMATIONS`` more replays of each history agree with the first (a random policy is
+    found out rather than reported)."""
+    def answers(history: Sequence[Call], probe: Probe, times: int = 1) -> list[list[Any]]:
         return [probe.run(twins.replayed(history)) for _ in range(times)]
 
+    without, with_it = probes
     try:
         pair = twins.copies(calls)
-        if pair is not None and probe.run(pair[0]) == probe.run(pair[1]):
+        if pair is not None and without.run(pair[0]) == with_it.run(pair[1]):
             return None
-        (before,), (after,) = answers(calls[:-1]), answers(calls)
+        (before,), (after,) = answers(calls[:-1], without), answers(calls, with_it)
         if before == after:
             twins.copying = twins.copying and pair is None  # copies that parted where replays agree: unfaithful
             return None
-        if any(run != before for run in answers(calls[:-1], CONFIRMATIONS)) or \
-                any(run != after for run in answers(calls, CONFIRMATIONS)):
+        if any(run != before for run in answers(calls[:-1], without, CONFIRMATIONS)) or \
+                any(run != after for run in answers(calls, with_it, CONFIRMATIONS)):
             return NOT_DETERMINISTIC
+    except Unsettled:
+        return None
     except Exception as error:  # the factory: its own failures are the setup's to report
         return f"I7 on the target's order, by twins (building one raised {error!r})"
     index = next(i for i, (a, b) in enumerate(zip(before, after)) if a != b)  # (one probe: equal lengths)
-    return Verdict(("I7",), f"{method} changed the target's order, which a call that returns None or raises "
-                   f"must leave as it was (I7): where they first differ, the probe below answers "
-                   f"{_shown(after[index], name)} after it, {_shown(before[index], name)} on a twin that never made "
-                   f"it", f"probe({var}) == probe(twin)")
+    return Verdict((clause,), f"{method} changed the target's order, {RULES[clause]}: where they first differ, "
+                   f"the probe below answers {_shown(after[index], name)} after it, {_shown(before[index], name)} on "
+                   "a twin that never made it", f"{with_it.call(var, name)} == {without.call('twin', name)}")
 
 
 def twin_lines(lines: Sequence[str], mark: int, construct: str, probe: list[str], var: str = "m") -> list[str]:
