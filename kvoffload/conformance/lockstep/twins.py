@@ -1,5 +1,6 @@
-"""I7 where the model cannot see it: a refused or raising call must leave the target's
-hidden order as it was, judged on twins.
+"""I7 and M10 where the model cannot see them: a refused or raising call, and under
+``--policy any`` a lookup or a load, must leave the target's hidden order as it was,
+judged on twins.
 
 I7 says a call that returns ``None`` or raises leaves every observable as it was, "policy
 order and adaptive state" included. With ``--policy any`` the model adopts the target's
@@ -10,7 +11,9 @@ a changed order shows only if a later victim of the same example depends on it. 
 each refused or raising call the machines compare two twins, targets of their own that
 were given the example's calls, one without the judged call and one with it, through one
 probe (``ManagerProbe``, ``PolicyProbe``: every block made evictable, the absent hashes
-touched, then one block evicted at a time, each answer recorded).
+touched, then one block evicted at a time, each answer recorded). M10 is judged the same
+way under ``--policy any`` after each lookup and load (a CLOCK that sets a reference bit
+on a hit): the twin with a load completes it in its probe, the one without has none.
 
 Design. A verdict rests on fresh targets built by the factory and given the history
 (``Twins.replayed``): they share nothing with the example's target, which goes on
