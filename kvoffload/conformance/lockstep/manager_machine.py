@@ -7,8 +7,9 @@ instead. Default mode keeps the caller protocol (C1–C5); strict mode adds
 protocol-breaking and badly typed calls (M2, M3, M6, M7, M9). Every example that runs
 to its end closes with a probe (``teardown``: every block evicted in one judged call),
 so an order the target got wrong is seen even where no later victim showed it; every
-refused or raising call is followed by twins (``twins``: I7 on the target's hidden order,
-which ``--policy any`` does not model). This module draws the calls and records them as a
+refused or raising call, and under ``--policy any`` every lookup and load, is followed by
+twins (``twins``: I7 and M10 on the target's hidden order, which ``--policy any`` does not
+model). This module draws the calls and records them as a
 reproduction; the verdicts are the judge's (and, for twins, ``twins.twin_verdict``'s).
 """
 
