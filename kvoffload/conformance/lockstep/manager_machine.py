@@ -58,6 +58,7 @@ class ManagerMachine(ConformanceMachine):
         self.pool: list[bytes] = pool
         self.target: Any = self.build(num_blocks=capacity, enable_events=events_on)
         self.judge = ManagerJudge(capacity, self.policy_mode, events_on, self.log.name, explain_m10=True)
+        self.twins = Twins(self.fresh_target, apply_manager_call)  # built only when a check needs one
         self.inflight: list[list[bytes]] = []
 
     def draw_capacity(self, data: st.DataObject) -> int:
@@ -151,7 +152,6 @@ class ManagerMachine(ConformanceMachine):
         for h in loaded or ():
             pins[h] -= 1
         without = ManagerProbe([[h] * count for h, count in pins.items() if count], pending, absent, fresh)
-        self.twins = getattr(self, "twins", None) or Twins(self.fresh_target, apply_manager_call)
         self.judge_twins(self.twins, self.judge.calls, (without, with_it), method, self.call_line, clause)
 
     def m10_twins(self, method: str, step: Step, loaded: list[bytes] | None = None) -> None:

@@ -66,7 +66,8 @@ class PolicyMachine(ConformanceMachine):
         self.blocks: dict[bytes, BlockStatus] = {}  # present hash -> its block, named blk<block_id> in the log
         #: id(block) -> every block made so far (its id: the count before it), the ref_cnt the machine set (P6)
         self.refs: dict[int, tuple[BlockStatus, int]] = {}
-        self.calls: list[Call] = []  # what the target was told, for its twins (``twins.replay_policy``)
+        self.calls: list[Call] = []  # what the target was told, for its twins (``twins.apply_policy_call``)
+        self.twins = Twins(self.fresh_target, apply_policy_call)
         self.switched_off: frozenset[str] = frozenset(
             data.draw(st.sets(st.sampled_from(SWARM_RULES), max_size=3), label="swarm_off"))
 
@@ -101,7 +102,6 @@ class PolicyMachine(ConformanceMachine):
         on fresh policies replaying the example with and without it (``twins``); the model
         cannot tell under ``--policy any``, and tells an exact policy's only when a later
         victim shows it."""
-        self.twins = getattr(self, "twins", None) or Twins(self.fresh_target, apply_policy_call)
         probe = PolicyProbe(self.present(), self.absent())
         self.judge_twins(self.twins, self.calls, (probe, probe), method, mark)
 

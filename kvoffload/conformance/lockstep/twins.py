@@ -41,7 +41,7 @@ __all__ = ["NOT_DETERMINISTIC", "ManagerProbe", "PolicyProbe", "Twins", "apply_m
            "RULES", "twin_lines", "twin_verdict"]
 
 #: One recorded call: method, arguments, keywords. A manager's are ``ManagerJudge.calls``
-#: (the hashes a list); a policy's are the policy machine's own (``replay_policy``).
+#: (the hashes a list); a policy's are the policy machine's own (``apply_policy_call``).
 Call = tuple[str, Sequence[Any], dict[str, Any]]
 Name = Callable[[object], str]
 
@@ -206,7 +206,7 @@ class Twins:
 
 #: Why a run stops checking twins: the target answered one call sequence two ways (a random
 #: policy, say), so a difference between twins says nothing. Kept in ``RunStats.skipped``.
-NOT_DETERMINISTIC = "I7 on the target's order, by twins (the target answers one call sequence two ways)"
+NOT_DETERMINISTIC = "I7 and M10 on the target's order, by twins (the target answers one call sequence two ways)"
 #: Replays of each history that must agree before twins that differ are reported.
 CONFIRMATIONS = 4
 
@@ -245,7 +245,7 @@ def twin_verdict(twins: Twins, calls: Sequence[Call], probes: tuple[Probe, Probe
     except Unsettled:
         return None
     except Exception as error:  # the factory: its own failures are the setup's to report
-        return f"I7 on the target's order, by twins (building one raised {error!r})"
+        return f"I7 and M10 on the target's order, by twins (building one raised {error!r})"
     index = next(i for i, (a, b) in enumerate(zip(before, after)) if a != b)  # (one probe: equal lengths)
     return Verdict((clause,), f"{method} changed the target's order, {RULES[clause]}: where they first differ, "
                    f"the probe below answers {_shown(after[index], name)} after it, {_shown(before[index], name)} on "
