@@ -126,13 +126,13 @@ def event_blame(
     got: Sequence[EventView], expected: Sequence[EventView], ready: Set[bytes], failed: Set[bytes] = frozenset()
 ) -> tuple[str, ...]:
     """The clauses broken by events that differ from the model's (M5 removed, M6 stored,
-    M7 a failed store announced; always M8 and I5), judged at the first difference. A
-    stored event naming a hash whose store failed since the last take (``failed``), and
-    not the very hashes of an expected stored event, is M7's: the failing call was
-    ``complete_store(success=False)``."""
-    announced = {frozenset(hashes) for hashes, removed in expected if not removed}
-    if any(not removed and set(hashes) & failed and frozenset(hashes) not in announced for hashes, removed in got):
-        return ("M7", "M8", "I5")  # (an expected stored event in another order is M6's)
+    M7 a failed store announced; always M8 and I5), judged at the first difference. An
+    event naming a hash whose store failed since the last take (``failed``), and not the
+    very hashes of an expected event of its kind, is M7's: the failing call was
+    ``complete_store(success=False)``, which queues no event, stored or removed."""
+    announced = {(frozenset(hashes), removed) for hashes, removed in expected}
+    if any(set(hashes) & failed and (frozenset(hashes), removed) not in announced for hashes, removed in got):
+        return ("M7", "M8", "I5")  # (an expected event in another order is M5's or M6's)
     index = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
     if index < len(expected):
         clause = "M5" if expected[index][1] else "M6"
