@@ -698,6 +698,22 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "removes @abstractmethod from CachePolicy.clear: LRU and ARC both define clear and CachePolicy stays "
         "abstract (its other abstract methods), so every policy the factory builds is created and answers the "
         "same; only a hand-written subclass lacking clear would become instantiable")),
+    # vLLM 0.33, seed 25 (40 drawn, 2026-11-30, vLLM-interface twins): every survivor judged, none a gap
+    _M33 + "233:29|core/ReplaceComparisonOperator_Eq_LtE#1": (EQUIVALENT, (
+        "`ref_cnt <= 0` for `== 0` when a load pins a chunk (0.32's 223:29): the line above asserts "
+        "`chunk.is_ready`, which is `ref_cnt >= 0`, so only ref_cnt 0 passes either test")),
+    _VP33 + "lru.py|81:39|core/ReplaceBinaryOperator_Mul_LShift#0": (EQUIVALENT, (
+        f"`2 << len(...)` for `2 * len(...)` in the compaction threshold (compaction almost never): {_COMPACTION_ONLY}")),
+    _VP33 + "lru.py|81:27|core/ReplaceComparisonOperator_Lt_NotEq#0": (EQUIVALENT, (
+        f"compaction whenever the heap's size differs from the threshold (nearly always): {_COMPACTION_ONLY}")),
+    _VP33 + "lru.py|81:27|core/ReplaceComparisonOperator_Lt_IsNot#0": (EQUIVALENT, (
+        f"compaction unless the heap's size is the very int object of the threshold (nearly always): "
+        f"{_COMPACTION_ONLY}")),
+    _VP33 + "lru.py|95:66|core/ReplaceBinaryOperator_FloorDiv_Mul#0": (EQUIVALENT, (
+        "`len(self._evictable) * 4` for `// 4` in the rebuild threshold: " + _REBUILD_OR_PUSH)),
+    _VP33 + "lru.py|49:33|core/NumberReplacer#3": (EQUIVALENT, (
+        "the cache generation starts at -1 instead of 0: it is only compared with `!=` to the generation a "
+        "request's rank was made in, and reset_cache adds 1, so the generations stay distinct and in order")),
     _VP33 + "lru.py|81:37|core/NumberReplacer#12": (EQUIVALENT, (
         f"`3 * len(...)` for `2 * len(...)` in the compaction threshold: {_COMPACTION_ONLY}")),
 }
