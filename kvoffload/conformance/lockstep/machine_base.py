@@ -213,18 +213,21 @@ class ConformanceMachine(RuleBasedStateMachine):
         return ids, message
 
     def judge_twins(self, twins: Twins, calls: Sequence[Call], probes: tuple[Probe, Probe], method: str, mark: int,
-                    clause: str = "I7") -> None:
-        """``clause`` on ``twins`` (``twins.twin_verdict``) after the last of ``calls``, logged
-        from line ``mark`` on: a failure whose reproduction builds the twin, or a note when it
-        cannot be judged (the note that the target is not deterministic ends a run's checks)."""
+                    clause: str = "I7", cut: int | None = None, instead: tuple[Sequence[Call], Sequence[str]] = ((), ()),
+                    export: bool = False) -> None:
+        """``clause`` on ``twins`` (``twins.twin_verdict``) after the judged call (the last of
+        ``calls``, or those from ``cut`` on), logged from line ``mark`` on: a failure whose
+        reproduction builds the twin, or a note when it cannot be judged (the note that the
+        target is not deterministic ends a run's checks). ``instead``: the calls the twin
+        without it makes in its place, and their lines; ``export``: see ``twin_lines``."""
         if NOT_DETERMINISTIC in self.stats.skipped:
             return
-        found = twin_verdict(twins, calls, probes, method, self.log.name, self.target_var, clause)
+        found = twin_verdict(twins, calls, probes, method, self.log.name, self.target_var, clause, cut, instead[0])
         if isinstance(found, str):
             self.stats.skipped.add(found)
         elif found is not None:
             self.log.lines = twin_lines(self.log.lines, mark, self.construct, probes[1].source(self.log.name),
-                                        self.target_var)
+                                        self.target_var, instead[1], export)
             self.judged(found)
         self.exercised(clause)
 

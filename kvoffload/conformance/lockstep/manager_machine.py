@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
@@ -25,7 +26,7 @@ from hypothesis.stateful import initialize, invariant, precondition, rule
 from ..judge import EXACT_VICTIM_CLAUSE, ManagerJudge, Step, exception_kind, method_clause, probe_calls
 from .machine_base import ConformanceMachine
 from .strategies import ARG_KINDS, BAD_ELEMENTS, batches, fractional_ghosts, hash_pools, make_argument
-from .twins import ManagerProbe, Twins, apply_manager_call
+from .twins import Call, ManagerProbe, Twins, apply_manager_call
 
 __all__ = ["ManagerMachine"]
 
@@ -37,9 +38,10 @@ CAPACITIES = (2, 3, 1, 2, 3, 4, 5, 3, 4, 6, 8, 16, 32, 4, 3)
 class ManagerMachine(ConformanceMachine):
     kind = "manager"
     target_var = "m"
-    #: I7 on the target's hidden order (``twins``): off where the calls the judge records
-    #: are not the target's own (vLLM's adapter)
-    twin_checks: ClassVar[bool] = True
+    #: the first lines of a twin's probe in a reproduction (``ManagerProbe``), and whether
+    #: the lines a twin replays define names the rest uses (``twin_lines``)
+    probe_prelude: ClassVar[tuple[str, ...]] = ()
+    export_names: ClassVar[bool] = False
 
     # -- setup ------------------------------------------------------------------------
     @initialize(data=st.data())
@@ -58,8 +60,12 @@ class ManagerMachine(ConformanceMachine):
         self.pool: list[bytes] = pool
         self.target: Any = self.build(num_blocks=capacity, enable_events=events_on)
         self.judge = ManagerJudge(capacity, self.policy_mode, events_on, self.log.name, explain_m10=True)
-        self.twins = Twins(self.fresh_target, apply_manager_call)  # built only when a check needs one
+        self.twins = self.make_twins()  # built only when a check needs one
         self.inflight: list[list[bytes]] = []
+
+    def make_twins(self) -> Twins:
+        """The twins of this example's target (``twin_check``), given the judge's calls."""
+        return Twins(self.fresh_target, apply_manager_call)
 
     def draw_capacity(self, data: st.DataObject) -> int:
         """The target's ``num_blocks`` (a hook: a subclass may add larger arms)."""
@@ -109,7 +115,9 @@ class ManagerMachine(ConformanceMachine):
         ordered = list(argument) if shape == "set" else list(items)
         keyword_source = "".join(f", {k}={v!r}" for k, v in keywords.items())
         var = self.log.var()
+        start = self.history_length()
         step = self.judge.step(self.target, method, argument, ordered, var, shape, **keywords)
+        self.span = (start, self.history_length())  # the judged call's place in the twins' history
         if shape == "oneshot":
             self.log.add(f"a = {source}")
             source = "a"
@@ -136,6 +144,18 @@ class ManagerMachine(ConformanceMachine):
         var = self.logged("s", f"[m.lookup([h]) for h in ({', '.join(map(self.log.name, self.pool))},)]")
         self.judged(self.judge.sweep(self.target, self.pool, clauses, why, var))
 
+    def history_length(self) -> int:
+        """How many calls the twins' history holds (``twin_history``)."""
+        return len(self.judge.calls) if self.judge.calls is not None else 0
+
+    def twin_history(self, method: str) -> tuple[Sequence[Call], tuple[Sequence[Call], list[str]]] | None:
+        """What twins replay up to the end of the judged call (at ``self.span``), and what
+        the twin without it makes in its place (calls, reproduction lines); ``None``: no
+        twins here. The judge's calls (``explain_m10``), where it keeps them."""
+        if self.judge.calls is None:
+            return None
+        return self.judge.calls[:self.span[1]], ([], [])
+
     def twin_check(self, method: str, clause: str = "I7", loaded: list[bytes] | None = None) -> None:
         """``clause`` on twins, targets of their own replaying the example with and without
         the last call (``twins``): it left the target's order as it was. I7 for a refused
@@ -144,15 +164,18 @@ class ManagerMachine(ConformanceMachine):
         (``m10_twins``); ``loaded``: the hashes the call pinned, which the twin without it
         has not. Each probe completes the loads in flight by the model's ref counts (strict
         mode completes loads the machine did not start)."""
-        if not self.twin_checks or self.judge.calls is None:
+        history = self.twin_history(method)
+        if history is None:
             return
         pins = {h: int(block.ref_cnt) for h, block in self.model.blocks().items() if block.ref_cnt > 0}
         fresh, pending, absent = self.probe_keys(self.capacity), self.pending(), self.absent()
-        with_it = ManagerProbe([[h] * count for h, count in pins.items()], pending, absent, fresh)
+        with_it = ManagerProbe([[h] * count for h, count in pins.items()], pending, absent, fresh, self.probe_prelude)
         for h in loaded or ():
             pins[h] -= 1
-        without = ManagerProbe([[h] * count for h, count in pins.items() if count], pending, absent, fresh)
-        self.judge_twins(self.twins, self.judge.calls, (without, with_it), method, self.call_line, clause)
+        without = ManagerProbe([[h] * count for h, count in pins.items() if count], pending, absent, fresh,
+                               self.probe_prelude)
+        self.judge_twins(self.twins, history[0], (without, with_it), method, self.call_line, clause, self.span[0],
+                         history[1], self.export_names)
 
     def m10_twins(self, method: str, step: Step, loaded: list[bytes] | None = None) -> None:
         """M10 under ``--policy any``, where the model adopts the target's victims: a lookup
@@ -367,7 +390,8 @@ class ManagerMachine(ConformanceMachine):
         a victim does not leave with its example; then the events are taken (M8, I5)."""
         if sys.exc_info()[1] is not None or not hasattr(self, "judge"):
             return  # a failing example keeps its own failure; one whose setup never ran has no state
-        forgotten = [h for h in self.absent() if h not in self.ghosts()]
+        ghosts = set(self.ghosts())
+        forgotten = [h for h in self.absent() if h not in ghosts]
         for method, hashes, success in probe_calls(self.model, self.inflight, forgotten,
                                                    self.probe_keys(self.capacity)):
             if method == "prepare_store":

@@ -26,6 +26,11 @@ Copies that differ are not trusted: replays decide, and must agree with themselv
 history two ways (a random policy) is said to be so and left unjudged rather than blamed.
 ``copy.deepcopy`` of the example's own target instead of a shadow was rejected: probing a
 copy that shares state with its original (a buffer, a global) would corrupt the example.
+The history is whatever the machine records as the target's calls: the judge's batch
+calls for a contract-interface manager, the manager's own per-key calls for one written
+against vLLM's interface (``vllm/recorded.py``). The twin without the judged call may
+make other calls in its place (``instead``: what the contract lets even a refused call do,
+K6's touch of a vLLM store's misses).
 """
 
 from __future__ import annotations
@@ -74,9 +79,10 @@ class ManagerProbe:
     work in flight (M10's: a load started on one of them) each complete their own."""
 
     def __init__(self, loads: Sequence[Sequence[bytes]], pending: Sequence[bytes], absent: Sequence[bytes],
-                 fresh: Sequence[bytes]) -> None:
+                 fresh: Sequence[bytes], prelude: Sequence[str] = ()) -> None:
         self.loads, self.pending, self.absent = [list(load) for load in loads], list(pending), list(absent)
         self.hashes = [*absent, *fresh]
+        self.prelude = list(prelude)  # the reproduction's first lines of ``probe`` (the twins begin so)
 
     def run(self, target: Any) -> list[Any]:
         """One entry a touch or store: ``None`` or the type name of what it raised; a store's
@@ -99,7 +105,7 @@ class ManagerProbe:
         """``probe(m, loads, pending)`` for the reproduction: the same calls, returning the
         victim lists."""
         lines = ["def probe(m, loads, pending):  # the order: work in flight completed, absent hashes touched, "
-                 "then stored alone", "    for load in loads:", "        m.complete_load(load)", "    if pending:",
+                 "then stored alone", *(f"    {line}" for line in self.prelude), "    for load in loads:", "        m.complete_load(load)", "    if pending:",
                  "        m.complete_store(pending)"]
         lines += [f"    for h in ({', '.join(map(name, self.absent))},):", "        m.touch([h])"] if self.absent else []
         return [*lines, "    out = []", f"    for h in ({', '.join(map(name, self.hashes))},):",
@@ -145,14 +151,14 @@ class PolicyProbe:
         return f"probe({var})"
 
 
-def apply_manager_call(target: Any, call: Call, blocks: dict[int, BlockStatus]) -> None:
+def apply_manager_call(target: Any, call: Call, scratch: dict[Any, Any]) -> None:
     """Give a manager one recorded call (``ManagerJudge.calls``); what it raises is its own,
     as the original met it."""
     method, items, keywords = call
     invoke(getattr(target, method), list(items), **keywords)
 
 
-def apply_policy_call(target: Any, call: Call, blocks: dict[int, BlockStatus]) -> None:
+def apply_policy_call(target: Any, call: Call, blocks: dict[Any, Any]) -> None:
     """Give a policy one of the policy machine's calls, where ``("ref", (block_id, value))``
     is the machine setting a block's ``ref_cnt`` (making the block the first time) and
     ``insert``'s second argument is a block id; ``blocks``: this target's own blocks."""
@@ -174,29 +180,33 @@ class Twins:
     deep-copied on both sides of a judged call (``copies``: a screen that costs no replay,
     where the target copies; a copy that parts from the replays ends it)."""
 
-    def __init__(self, build: Callable[[], Any], apply: Callable[[Any, Call, dict[int, BlockStatus]], None]) -> None:
+    def __init__(self, build: Callable[[], Any], apply: Callable[[Any, Call, dict[Any, Any]], None]) -> None:
         self.build, self.apply = build, apply
         self.shadow: Any = None
-        self.shadow_blocks: dict[int, BlockStatus] = {}
+        self.scratch: dict[Any, Any] = {}  # the shadow's own objects the calls name (``apply``)
         self.applied = 0  # calls the shadow was given
         self.copying = True
 
     def replayed(self, calls: Sequence[Call]) -> Any:
-        target, blocks = self.build(), dict[int, BlockStatus]()
+        target, scratch = self.build(), dict[Any, Any]()
         for call in calls:
-            self.apply(target, call, blocks)
+            self.apply(target, call, scratch)
         return target
 
-    def copies(self, calls: Sequence[Call]) -> tuple[Any, Any] | None:
-        """Copies of the shadow without and with ``calls[-1]``; ``None`` where it does not copy."""
-        if not self.copying:
+    def copies(self, calls: Sequence[Call], cut: int, instead: Sequence[Call] = ()) -> tuple[Any, Any] | None:
+        """Copies of the shadow given ``calls[:cut]`` and then ``instead``, and given all of
+        ``calls``; ``None`` where it does not copy."""
+        if not self.copying or cut < self.applied:
             return None
         try:
             self.shadow = self.build() if self.shadow is None else self.shadow
-            for call in calls[self.applied:-1]:
-                self.apply(self.shadow, call, self.shadow_blocks)
-            before = copy.deepcopy(self.shadow)
-            self.apply(self.shadow, calls[-1], self.shadow_blocks)
+            for call in calls[self.applied:cut]:
+                self.apply(self.shadow, call, self.scratch)
+            before, scratch = copy.deepcopy((self.shadow, self.scratch))  # (one copy: the target's objects stay its own)
+            for call in instead:
+                self.apply(before, call, scratch)
+            for call in calls[cut:]:
+                self.apply(self.shadow, call, self.scratch)
             self.applied = len(calls)
             return before, copy.deepcopy(self.shadow)
         except Exception:  # a target that cannot be copied is judged on replays alone
@@ -219,10 +229,12 @@ RULES = {
 
 
 def twin_verdict(twins: Twins, calls: Sequence[Call], probes: tuple[Probe, Probe], method: str, name: Name,
-                 var: str = "m", clause: str = "I7") -> Verdict | str | None:
-    """``clause`` (I7: a refused or raising call; M10: a lookup or a load) on ``calls[-1]``:
-    a ``Verdict`` when the probes (``probes``: of the twin without it, of the one with it)
-    answer differently, a note (``str``) when the check could not run (the factory fails, or
+                 var: str = "m", clause: str = "I7", cut: int | None = None,
+                 instead: Sequence[Call] = ()) -> Verdict | str | None:
+    """``clause`` (I7: a refused or raising call; M10: a lookup or a load) on the judged
+    call, ``calls[cut:]`` (by default the last): a ``Verdict`` when the probes (``probes``:
+    of the twin without it, given ``instead`` in its place, and of the one with it) answer
+    differently, a note (``str``) when the check could not run (the factory fails, or
     the target answers one history two ways), else ``None``. Copies that agree settle it;
     otherwise fresh replays decide, and a difference is reported only once
     ``CONFIRMATIONS`` more replays of each history agree with the first (a random policy is
@@ -230,16 +242,18 @@ def twin_verdict(twins: Twins, calls: Sequence[Call], probes: tuple[Probe, Probe
     def answers(history: Sequence[Call], probe: Probe, times: int = 1) -> list[list[Any]]:
         return [probe.run(twins.replayed(history)) for _ in range(times)]
 
+    cut = len(calls) - 1 if cut is None else cut
     without, with_it = probes
+    history = [*calls[:cut], *instead]
     try:
-        pair = twins.copies(calls)
+        pair = twins.copies(calls, cut, instead)
         if pair is not None and without.run(pair[0]) == with_it.run(pair[1]):
             return None
-        (before,), (after,) = answers(calls[:-1], without), answers(calls, with_it)
+        (before,), (after,) = answers(history, without), answers(calls, with_it)
         if before == after:
             twins.copying = twins.copying and pair is None  # copies that parted where replays agree: unfaithful
             return None
-        if any(run != before for run in answers(calls[:-1], without, CONFIRMATIONS)) or \
+        if any(run != before for run in answers(history, without, CONFIRMATIONS)) or \
                 any(run != after for run in answers(calls, with_it, CONFIRMATIONS)):
             return NOT_DETERMINISTIC
     except Unsettled:
@@ -249,17 +263,22 @@ def twin_verdict(twins: Twins, calls: Sequence[Call], probes: tuple[Probe, Probe
     index = next(i for i, (a, b) in enumerate(zip(before, after)) if a != b)  # (one probe: equal lengths)
     return Verdict((clause,), f"{method} changed the target's order, {RULES[clause]}: where they first differ, "
                    f"the probe below answers {_shown(after[index], name)} after it, {_shown(before[index], name)} on "
-                   "a twin that never made it", f"{with_it.call(var, name)} == {without.call('twin', name)}")
+                   "a twin that never made it" + (" (given in its place what the contract lets it change)" if instead
+                                                  else ""),
+                   f"{with_it.call(var, name)} == {without.call('twin', name)}")
 
 
-def twin_lines(lines: Sequence[str], mark: int, construct: str, probe: list[str], var: str = "m") -> list[str]:
+def twin_lines(lines: Sequence[str], mark: int, construct: str, probe: list[str], var: str = "m",
+               instead: Sequence[str] = (), export: bool = False) -> list[str]:
     """The reproduction's calls with a twin: the calls before line ``mark`` (the judged
-    call's) made on ``var`` and on ``twin``, a second target built as ``construct``; then
-    the rest on ``var``, and ``probe`` (``source``) for the failing check."""
+    call's) made on ``var`` and on ``twin``, a second target built as ``construct``, which
+    then makes ``instead``; then the rest on ``var``, and ``probe`` (``source``) for the
+    failing check. ``export``: the names the earlier lines define are the rest's too."""
     head = [line.replace("\n", "\n    ") for line in lines[:mark]]
+    replay = [f"globals().update(replay({var}))", "    return locals()"] if export else [f"replay({var})"]
     made = [f"def replay({var}):  # the example's calls before the judged one", *(f"    {line}" for line in head),
-            f"replay({var})", f"twin = {construct}", "replay(twin)"] if head else [f"twin = {construct}"]
-    return [*made, *lines[mark:], *probe]
+            *replay[1:], replay[0], f"twin = {construct}", "replay(twin)"] if head else [f"twin = {construct}"]
+    return [*made, *instead, *lines[mark:], *probe]
 
 
 def _shown(answer: Any, name: Name) -> str:

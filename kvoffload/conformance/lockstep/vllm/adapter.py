@@ -13,6 +13,7 @@ interface documents for calls that break the caller protocol (``AssertionError``
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -69,6 +70,14 @@ class VllmManagerView:
         self.request: Any = None
         #: the request ``finish_request`` finished last (K5: finishing it again breaks the protocol)
         self.finished: Any = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> VllmManagerView:
+        """A copy with a copy of the manager (twins' shadow: ``twins.Twins.copies``); vLLM's
+        module itself is shared, as modules cannot be copied."""
+        memo[id(self.vllm)] = self.vllm
+        view = VllmManagerView.__new__(VllmManagerView)
+        view.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return view
 
     def _ctx(self, ctx: Any) -> Any:
         if ctx is not None:

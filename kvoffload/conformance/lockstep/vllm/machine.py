@@ -15,6 +15,7 @@ target seen through ``VllmManagerView`` (K2), plus what only the per-key interfa
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from hypothesis import strategies as st
@@ -24,12 +25,14 @@ from ....spec.admission import DEFAULT_MAX_TRACKER_SIZE, ReferenceAdmission
 from ....spec.errors import ContractViolation
 from ....spec.clauses import implements
 from ....spec.keyed import RequestAccess, group_index, request_finished
-from ...judge import invoke
+from ...judge import invoke, listed
 from ..machine_base import TargetSetupError
 from ..manager_machine import ManagerMachine
+from ..twins import Call, Twins
 from ..strategies import large_pool
 from .adapter import through_adapter, VllmManagerView
-from .detect import parameters
+from .detect import parameters, require_vllm
+from .recorded import RecordingManager, apply_vllm_call, replaced
 
 __all__ = ["OpenRequest", "VllmManagerMachine"]
 
@@ -97,8 +100,10 @@ class VllmManagerMachine(ManagerMachine):
     max_tracker_size: ClassVar[int | None] = None
     #: L1 (``recency``) or N9 (``request-rank``, ``RankOrderManagerMachine``) with --policy lru
     lru_order: ClassVar[str] = "recency"
-    #: the judge records the adapter's batch calls, which a fresh vLLM manager cannot replay
-    twin_checks = False
+    #: twins replay the manager's own calls (``recorded``); their probes' calls are requests
+    #: of their own, and the lines a twin replays open requests that later lines name
+    probe_prelude = ("m.request = None  # each call a request of its own",)
+    export_names = True
     #: a positioned request's offers are cut to what fits without eviction (K5): its
     #: provisional order is judged only under N9
     cuts_positioned_offers: ClassVar[bool] = True
@@ -150,7 +155,10 @@ class VllmManagerMachine(ManagerMachine):
             arguments["store_threshold"] = self.threshold
             if self.max_tracker_size is not None:
                 arguments["max_tracker_size"] = self.max_tracker_size
-        raw = super().build(**arguments)
+        # twins are judged here but under N2's admission, N9's ranks and in the large arm (``twin_history``)
+        twins = self.store_threshold < 2 and self.lru_order != "request-rank" and not self.large
+        self.recorder = RecordingManager(super().build(**arguments), require_vllm().ReqContext, twins)
+        self.k6_touched: list[bytes] = []  # the store misses the last prepare_store reported (K6)
         self.construct = f"as_contract_manager({self.construct})"
         self.stats.skipped.add("M9 (bad types: vLLM's interface types keys statically only)")
         self.open_request: RequestAccess | None = None
@@ -161,7 +169,27 @@ class VllmManagerMachine(ManagerMachine):
         self.ghost_store_misses = 0  # K6 reports that moved ARC's p
         self.turn_requests = 0  # requests ``interleaved_requests`` opened (their names)
         self.current: OpenRequest | None = None  # the one of them the next calls belong to
-        return VllmManagerView(raw)
+        return VllmManagerView(self.recorder)
+
+    def make_twins(self) -> Twins:
+        """Twins replaying the manager's own calls (``recorded``), each with its contexts."""
+        return Twins(lambda: VllmManagerView(self.fresh_target()), apply_vllm_call)
+
+    def history_length(self) -> int:
+        return len(self.recorder.calls)
+
+    def twin_history(self, method: str) -> tuple[Sequence[Call], tuple[Sequence[Call], list[str]]] | None:
+        """The manager's calls up to the end of the judged one; a twin without it still
+        opens its requests, and in place of a ``prepare_store`` touches the store misses it
+        reported (K6: also when it refuses). None under N2's admission (an offer counts,
+        stored or not), N9 (a request's first access ranks its keys) and in the large arm
+        (its sizes are what it judges; replaying its thousands of calls at each check is not)."""
+        if not self.recorder.recording:
+            return None
+        start, end = self.span
+        touched = self.k6_touched if method == "prepare_store" else []
+        lines = [f"twin.touch({listed(self.log.name, touched)})  # K6: what the store may change though it refuses"]
+        return self.recorder.calls[:end], (replaced(self.recorder.calls[start:end], touched), lines if touched else [])
 
     def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
         ids = through_adapter(ids)
@@ -173,12 +201,18 @@ class VllmManagerMachine(ManagerMachine):
 
     # -- K1: per-key lookups ----------------------------------------------------------------
     def sweep(self, clauses: tuple[str, ...], why: str) -> None:
-        """Ask ``lookup(key, ctx)`` for every pool key (K1); the judge compares the answers."""
+        """Ask ``lookup(key, ctx)`` for every pool key (K1); the judge compares the answers.
+        Twins do not replay a sweep (nor do the contract machine's): it reads, and each
+        key's lookup opens a request, so the replays would be mostly sweeps."""
         self.step()
         var = self.log.var("s")
         self.log.add(f"{var} = [m.key_lookup(h) for h in ({', '.join(map(self.log.name, self.pool))},)]")
         self.exercised("K1")
-        self.judged(self.judge.key_sweep(self.target, self.pool, clauses, why, var))
+        recording, self.recorder.recording = self.recorder.recording, False
+        try:
+            self.judged(self.judge.key_sweep(self.target, self.pool, clauses, why, var))
+        finally:
+            self.recorder.recording = recording
 
     def probe_keys(self, count: int) -> list[bytes]:
         """``ManagerMachine.probe_keys`` as ``OffloadKey``s of the first KV cache group (K5)."""
@@ -190,6 +224,7 @@ class VllmManagerMachine(ManagerMachine):
             # keys only (no badly typed calls here); N2: keys not admitted are no store misses (K6) nor observed (K5)
             absent = self.store_candidates = self.judge.store_candidates(items)
             fresh = absent if self.open_request is None else self.open_request.new_store_misses(absent)
+            self.k6_touched = list(fresh)
             if fresh:
                 self.ghost_store_misses += len(set(fresh) & set(self.ghosts()))
                 if self.ghost_store_misses:  # p moved (K6): the judge's M10 replay cannot model it
@@ -216,7 +251,8 @@ class VllmManagerMachine(ManagerMachine):
             ready = self.ready()
             if ready:
                 self.call("touch", [data.draw(st.sampled_from(ready), label="promoted")], "list")
-        absent = [h for h in self.pool if self.ref(h) is None and h not in self.ghosts()]
+        ghost_set = set(self.ghosts())
+        absent = [h for h in self.pool if self.ref(h) is None and h not in ghost_set]
         if absent:
             self._prepare_store([data.draw(st.sampled_from(absent), label="fresh")], data)
 
@@ -465,6 +501,7 @@ class VllmManagerMachine(ManagerMachine):
         """K5: the open request's end-token positions, given to the target (and logged)."""
         self.log.add(f"m.set_positions({{{', '.join(f'{self.log.name(h)}: {p}' for h, p in positions.items())}}})")
         self.target.set_positions(positions)
+        self.recorder.positions(self.target.request, positions)
         self.exercised("K5")
         return positions
 
