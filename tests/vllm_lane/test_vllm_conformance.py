@@ -47,6 +47,16 @@ def test_K1_vllm_own_managers_conform_detected_as_vllm(factory: Any, policy: str
     assert any(reason.startswith("M9") for reason in result.clauses_skipped)
 
 
+@pytest.mark.parametrize("factory", [vllm_lru, vllm_arc], ids=["lru", "arc"])
+def test_I7_M10_vllm_own_managers_conform_under_policy_any_with_twins(factory: Any) -> None:
+    """``--policy any`` judges order only on twins (I7, M10): vLLM's own managers pass, 0.33's
+    LRU included, whose loads inside a request with key positions rank its keys (N9 allows
+    that, and ``any`` cannot tell N9's policies from others, so it judges no twins there)."""
+    result = check_manager(factory, policy="any")
+    assert result.ok, result.report()
+    assert {"I7", "M10"} <= set(result.clauses_exercised)
+
+
 def test_K1_outside_manager_conforms_in_both_modes() -> None:
     for strict in (False, True):
         result = check_manager(outside_lru, policy="lru", strict=strict, interface="vllm", **BUDGET)

@@ -19,54 +19,41 @@ try:  # the author's module imports 0.32's metrics classes (0.33 still has them)
     from dave_lru import bugs, manager
     from erin_sieve import bugs as erin_bugs, manager as erin_manager
 except ImportError as error:  # pragma: no cover - depends on the installed release
-    pytest.skip(f"dave_lru needs vLLM 0.32: {error}", allow_module_level=True)
+    pytest.skip(f"the authors' managers need vLLM 0.32 or 0.33: {error}", allow_module_level=True)
 
 from kvoffload.conformance import check_manager  # noqa: E402
 from kvoffload.conformance.runner import run_conformance  # noqa: E402
 from vllm_helpers import run_reproduction  # noqa: E402
 
-#: (bug, clauses one of which is named first)
+#: Each author's manager module, bugs module and the policy mode it is judged in.
+AUTHORS = {"dave_lru": (manager, bugs, "lru"), "erin_sieve": (erin_manager, erin_bugs, "any")}
+#: (author, bug, clauses one of which is named first)
 CAUGHT = [
-    ("store_recency", {"L3", "K5"}),
-    ("failed_store_leak", {"K9", "I6", "M7"}),
-    ("offer_unshielded", {"M5"}),
-    ("load_pin_flag", {"K9", "I3", "M3"}),
-    ("finish_tail_first", {"L3", "K5"}),
+    ("dave_lru", "store_recency", {"L3", "K5"}),
+    ("dave_lru", "failed_store_leak", {"K9", "I6", "M7"}),
+    ("dave_lru", "offer_unshielded", {"M5"}),
+    ("dave_lru", "load_pin_flag", {"K9", "I3", "M3"}),
+    ("dave_lru", "finish_tail_first", {"L3", "K5"}),
+    ("erin_sieve", "refusal_clears_bits", {"I7"}),  # only twins see it: --policy any holds no SIEVE order
+    ("erin_sieve", "pending_evictable", {"I3"}),
+    ("erin_sieve", "failed_store_announced", {"M7"}),
+    ("erin_sieve", "failed_store_leaks", {"M5", "I6", "M7"}),
+    ("erin_sieve", "reset_keeps_hand", {"I4", "M5", "K7"}),
 ]
 
 
-def test_K1_K9_the_outside_authors_manager_conforms() -> None:
-    result = check_manager(manager.make_manager, policy="lru")
+@pytest.mark.parametrize("author", sorted(AUTHORS))
+def test_K1_K9_the_outside_authors_managers_conform(author: str) -> None:
+    module, _, policy = AUTHORS[author]
+    result = check_manager(module.make_manager, policy=policy)
     assert result.ok, result.report()
     assert result.interface == "vllm"
 
 
-@pytest.mark.parametrize(("bug", "clauses"), CAUGHT, ids=[c[0] for c in CAUGHT])
-def test_K1_K9_the_outside_authors_bugs_are_caught(bug: str, clauses: set[str]) -> None:
-    result = check_manager(getattr(bugs, f"make_{bug}"), policy="lru", shrink=False)
-    assert not result.ok, f"{bug} was not caught: {result.summary()}"
-    assert result.clause in clauses, result.report()
-
-
-#: erin_sieve's bugs: (bug, clauses one of which is named first)
-ERIN_CAUGHT = [
-    ("refusal_clears_bits", {"I7"}),  # only twins see it: --policy any holds no SIEVE order
-    ("pending_evictable", {"I3"}),
-    ("failed_store_announced", {"M7"}),
-    ("failed_store_leaks", {"M5", "I6", "M7"}),
-    ("reset_keeps_hand", {"I4", "M5", "K7"}),
-]
-
-
-def test_K1_K7_the_sieve_authors_manager_conforms() -> None:
-    result = check_manager(erin_manager.make_manager, policy="any")
-    assert result.ok, result.report()
-    assert result.interface == "vllm"
-
-
-@pytest.mark.parametrize(("bug", "clauses"), ERIN_CAUGHT, ids=[c[0] for c in ERIN_CAUGHT])
-def test_K1_K7_the_sieve_authors_bugs_are_caught(bug: str, clauses: set[str]) -> None:
-    result = check_manager(getattr(erin_bugs, f"make_{bug}"), policy="any", shrink=False)
+@pytest.mark.parametrize(("author", "bug", "clauses"), CAUGHT, ids=[f"{a}-{b}" for a, b, _ in CAUGHT])
+def test_K1_K9_the_outside_authors_bugs_are_caught(author: str, bug: str, clauses: set[str]) -> None:
+    _, module, policy = AUTHORS[author]
+    result = check_manager(getattr(module, f"make_{bug}"), policy=policy, shrink=False)
     assert not result.ok, f"{bug} was not caught: {result.summary()}"
     assert result.clause in clauses, result.report()
 

@@ -183,8 +183,11 @@ class VllmManagerMachine(ManagerMachine):
         opens its requests, and in place of a ``prepare_store`` touches the store misses it
         reported (K6: also when it refuses). None under N2's admission (an offer counts,
         stored or not), N9 (a request's first access ranks its keys) and in the large arm
-        (its sizes are what it judges; replaying its thousands of calls at each check is not)."""
-        if not self.recorder.recording:
+        (its sizes are what it judges; replaying its thousands of calls at each check is not);
+        under ``--policy any`` none inside a request with key positions either: N9 lets a
+        policy rank such a request's keys as the request observes them, loads included, and
+        ``any`` does not know whether the target's policy is one that does."""
+        if not self.recorder.recording or (self.judge.adopt is not None and self.positions):
             return None
         start, end = self.span
         touched = self.k6_touched if method == "prepare_store" else []
