@@ -711,6 +711,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         f"{_COMPACTION_ONLY}")),
     _VP33 + "lru.py|95:66|core/ReplaceBinaryOperator_FloorDiv_Mul#0": (EQUIVALENT, (
         "`len(self._evictable) * 4` for `// 4` in the rebuild threshold: " + _REBUILD_OR_PUSH)),
+    _VP33 + "factory.py|64:11|core/AddNot#2": (UNREACHABLE, (
+        "`not module_path is None` inverts the module_path test for an unregistered policy name (as 64:23 "
+        "does): the factory convention only asks for the registered 'lru'/'arc', which return before this line")),
     _VP33 + "lru.py|49:33|core/NumberReplacer#3": (EQUIVALENT, (
         "the cache generation starts at -1 instead of 0: it is only compared with `!=` to the generation a "
         "request's rank was made in, and reset_cache adds 1, so the generations stay distinct and in order")),
