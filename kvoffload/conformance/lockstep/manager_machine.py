@@ -89,6 +89,11 @@ class ManagerMachine(ConformanceMachine):
     def absent(self) -> list[bytes]:
         return [h for h in self.pool if self.ref(h) is None]
 
+    def forgotten(self) -> list[bytes]:
+        """Pool hashes in none of the model's lists, its ARC ghost lists included."""
+        ghosts = set(self.ghosts())
+        return [h for h in self.absent() if h not in ghosts]
+
     def free_blocks(self) -> int:
         return int(self.model.backend.get_num_free_blocks())
 
@@ -390,9 +395,7 @@ class ManagerMachine(ConformanceMachine):
         a victim does not leave with its example; then the events are taken (M8, I5)."""
         if sys.exc_info()[1] is not None or not hasattr(self, "judge"):
             return  # a failing example keeps its own failure; one whose setup never ran has no state
-        ghosts = set(self.ghosts())
-        forgotten = [h for h in self.absent() if h not in ghosts]
-        for method, hashes, success in probe_calls(self.model, self.inflight, forgotten,
+        for method, hashes, success in probe_calls(self.model, self.inflight, self.forgotten(),
                                                    self.probe_keys(self.capacity)):
             if method == "prepare_store":
                 self._prepare_store(list(hashes), None)

@@ -105,8 +105,8 @@ class ManagerProbe:
         """``probe(m, loads, pending)`` for the reproduction: the same calls, returning the
         victim lists."""
         lines = ["def probe(m, loads, pending):  # the order: work in flight completed, absent hashes touched, "
-                 "then stored alone", *(f"    {line}" for line in self.prelude), "    for load in loads:", "        m.complete_load(load)", "    if pending:",
-                 "        m.complete_store(pending)"]
+                 "then stored alone", *(f"    {line}" for line in self.prelude),
+                 "    for load in loads:", "        m.complete_load(load)", "    if pending:", "        m.complete_store(pending)"]
         lines += [f"    for h in ({', '.join(map(name, self.absent))},):", "        m.touch([h])"] if self.absent else []
         return [*lines, "    out = []", f"    for h in ({', '.join(map(name, self.hashes))},):",
                 "        r = m.prepare_store([h])", "        out.append(None if r is None else list(r.block_hashes_evicted))",
@@ -275,9 +275,9 @@ def twin_lines(lines: Sequence[str], mark: int, construct: str, probe: list[str]
     then makes ``instead``; then the rest on ``var``, and ``probe`` (``source``) for the
     failing check. ``export``: the names the earlier lines define are the rest's too."""
     head = [line.replace("\n", "\n    ") for line in lines[:mark]]
-    replay = [f"globals().update(replay({var}))", "    return locals()"] if export else [f"replay({var})"]
+    ending = ["    return locals()", f"globals().update(replay({var}))"] if export else [f"replay({var})"]
     made = [f"def replay({var}):  # the example's calls before the judged one", *(f"    {line}" for line in head),
-            *replay[1:], replay[0], f"twin = {construct}", "replay(twin)"] if head else [f"twin = {construct}"]
+            *ending, f"twin = {construct}", "replay(twin)"] if head else [f"twin = {construct}"]
     return [*made, *instead, *lines[mark:], *probe]
 
 

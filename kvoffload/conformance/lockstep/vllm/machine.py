@@ -191,8 +191,9 @@ class VllmManagerMachine(ManagerMachine):
             return None
         start, end = self.span
         touched = self.k6_touched if method == "prepare_store" else []
-        lines = [f"twin.touch({listed(self.log.name, touched)})  # K6: what the store may change though it refuses"]
-        return self.recorder.calls[:end], (replaced(self.recorder.calls[start:end], touched), lines if touched else [])
+        lines = [f"twin.touch({listed(self.log.name, touched)})  # K6: what the store may change though it refuses"] \
+            if touched else []
+        return self.recorder.calls[:end], (replaced(self.recorder.calls[start:end], touched), lines)
 
     def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
         ids = through_adapter(ids)
@@ -254,8 +255,7 @@ class VllmManagerMachine(ManagerMachine):
             ready = self.ready()
             if ready:
                 self.call("touch", [data.draw(st.sampled_from(ready), label="promoted")], "list")
-        ghost_set = set(self.ghosts())
-        absent = [h for h in self.pool if self.ref(h) is None and h not in ghost_set]
+        absent = self.forgotten()
         if absent:
             self._prepare_store([data.draw(st.sampled_from(absent), label="fresh")], data)
 

@@ -85,9 +85,11 @@ def apply_vllm_call(view: Any, call: Call, contexts: dict[Any, Any]) -> None:
     method, arguments, keywords = call
 
     def own(value: Any) -> Any:
-        if isinstance(value, ContextRef):
-            return contexts.setdefault(value, view.vllm.ReqContext(req_id=value.req_id))
-        return value
+        if not isinstance(value, ContextRef):
+            return value
+        if value not in contexts:  # (made once: replays call this for every argument)
+            contexts[value] = view.vllm.ReqContext(req_id=value.req_id)
+        return contexts[value]
 
     args = [own(a) for a in arguments]
     if method == "set_positions":
