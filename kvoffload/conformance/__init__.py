@@ -5,7 +5,8 @@ Python: ``check_manager(factory, policy="any", strict=False, max_examples=None,
 steps=None, seed=0) -> ConformanceResult`` (and ``check_backend``, ``check_policy``).
 pytest: subclass ``ManagerConformance``/``BackendConformance``/``PolicyConformance``
 from ``kvoffload.conformance.pytest_support``. Copy handlers: ``check_handler``;
-tiers: ``check_tier``, ``check_shared_table``. CLI: ``kvoffload conform manager
+tiers: ``check_tier``, ``check_shared_table``; a vLLM secondary tier (T7–T11):
+``check_vllm_tier``. CLI: ``kvoffload conform manager
 MODULE:FACTORY [--policy lru|arc|any] [--strict] [--interface auto|contract|vllm]``;
 targets written against vLLM's own interfaces are detected and judged by
 ``kvoffload.conformance.lockstep.vllm`` (K1–K9; needs vLLM).
@@ -21,6 +22,7 @@ from .runner import (
     check_backend,
     check_manager,
     check_policy,
+    check_vllm_tier,
     machine_for,
     run_conformance,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "check_policy",
     "check_shared_table",
     "check_tier",
+    "check_vllm_tier",
     "hash_pools",
     "machine_for",
     "run_conformance",

@@ -1,4 +1,4 @@
-"""``kvoffload conform {manager|backend|policy} MODULE:FACTORY``.
+"""``kvoffload conform {manager|backend|policy|tier} MODULE:FACTORY`` (and ``handler``).
 
 Exit status 0: the target conforms; 1: a violation was found (the report names the
 clause and prints a reproduction snippet); 2: the factory could not be loaded or built,
@@ -14,18 +14,19 @@ import click
 
 from .loading import load_factory
 from .lockstep.machine_base import TargetSetupError
-from .runner import DEFAULT_BUDGET, POLICY_MODES, run_conformance
+from .runner import DEFAULT_BUDGET, POLICY_MODES, check_vllm_tier, run_conformance
 
 __all__ = ["conform"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def conform() -> None:
-    """Check a manager, backend or policy against the contract (lockstep with the model).
+    """Check a manager, backend, policy or vLLM secondary tier against the contract (lockstep with the model).
 
     MODULE:FACTORY is imported from the current directory or PYTHONPATH and called with
     keywords: manager f(num_blocks=, enable_events=), backend f(num_blocks=), policy
-    f(cache_capacity=). Reference factories: kvoffload.conformance.factories.
+    f(cache_capacity=), tier f(primary_kv_view=, workdir=, num_blocks=, enable_events=).
+    Reference factories: kvoffload.conformance.factories.
     """
 
 
@@ -102,6 +103,23 @@ def backend(factory: str, **options: Any) -> None:
 def policy(factory: str, **options: Any) -> None:
     """A CachePolicy: P1-P6 (and L1-L3 / A1-A6 with --policy lru/arc; K8 for vLLM's interface)."""
     _run("policy", factory, **options)
+
+
+@conform.command()
+@click.argument("factory", metavar="MODULE:FACTORY")
+@OPTIONS[0]
+@OPTIONS[1]
+@OPTIONS[2]
+def tier(factory: str, **options: Any) -> None:
+    """A vLLM secondary tier (SecondaryTierManager): T7-T11. FACTORY is called
+    f(primary_kv_view=, workdir=, num_blocks=, enable_events=)."""
+    try:
+        result = check_vllm_tier(load_factory(factory), progress=True, source=factory, **options)
+    except TargetSetupError as error:
+        click.echo(f"Error: the factory could not build a tier: {error}", err=True)
+        raise SystemExit(2) from None
+    click.echo(result.report())
+    raise SystemExit(0 if result.ok else 1)
 
 
 conform.help = (conform.help or "") + "\n\nDefault budgets (examples x steps): " + ", ".join(

@@ -200,12 +200,13 @@ class ConformanceMachine(RuleBasedStateMachine):
         ids, message = self.blame((clauses,) if isinstance(clauses, str) else tuple(clauses), message)
         failure = ConformanceFailure(ids, message)
         failing = f"assert {check}, {failure.message!r}" if check else f"# ^ {failure.message}"
-        header = (
-            f"kvoffload conform {self.kind} {self.factory_ref.source} --policy {self.policy_mode}"
-            f"{' --strict' if self.strict else ''}\n{failure.message}"
-        )
-        failure.reproduction = self.log.render(self.construct, failing, header)
+        failure.reproduction = self.log.render(self.construct, failing, f"{self.command()}\n{failure.message}")
         raise failure
+
+    def command(self) -> str:
+        """The CLI command that judges this target in this mode (a reproduction's first line)."""
+        return (f"kvoffload conform {self.kind} {self.factory_ref.source} --policy {self.policy_mode}"
+                f"{' --strict' if self.strict else ''}")
 
     def blame(self, ids: tuple[str, ...], message: str) -> tuple[tuple[str, ...], str]:
         """The clauses a failure names and its message (a hook: a subclass adds the clauses
