@@ -42,8 +42,11 @@ def suite_factory(suite: Suite) -> Callable[..., Any]:
 
 def _lockstep(suite: Suite) -> tuple[tuple[str, ...], str, str]:
     """The lockstep suite on ``suite``: (clauses broken, message, what ran) — no clause: conforms."""
-    from ..conformance.runner import run_conformance
+    from ..conformance.runner import check_vllm_tier, run_conformance
 
+    if suite.kind == "tier":
+        tier = check_vllm_tier(suite_factory(suite), shrink=False)
+        return () if tier.ok else tier.clauses, tier.message, f"{tier.steps} steps"
     result = run_conformance(suite.kind, suite_factory(suite), policy=suite.mode, shrink=False,
                              store_threshold=suite.store_threshold, max_tracker_size=suite.max_tracker_size)
     clauses = () if result.ok else tuple(result.clauses)

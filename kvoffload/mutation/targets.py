@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = ["Suite", "Target", "TARGETS", "VLLM_CPU", "VLLM033_CPU", "VLLM_CPU_MC", "VLLM033_CPU_MC",
-           "VLLM019_CPU", "REFERENCE_POLICIES", "mutant_key"]
+           "VLLM019_CPU", "VLLM033_TIERS", "REFERENCE_POLICIES", "mutant_key"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,8 @@ class Target:
     #: the target whose hand classifications (``classified``) of what a mutant is (equivalent,
     #: unreachable) apply: the same originals, judged by another engine
     classified_as: str = ""
+    #: for vLLM originals: the directory of ``vllm/v1/kv_offload`` they are under
+    directory: str = "cpu"
 
 
 def _vllm_manager(mode: str, store_threshold: int = 1, max_tracker_size: int | None = None) -> Suite:
@@ -212,5 +214,22 @@ def _model_checked(target: Target) -> Target:
 VLLM_CPU_MC = _model_checked(VLLM_CPU)
 VLLM033_CPU_MC = _model_checked(VLLM033_CPU)
 
+#: vLLM 0.33's file-system secondary tier (``tiering/fs``) and the async lookups it is built on,
+#: judged by ``kvoffload conform tier`` (T7–T11; ``tier_factories.fs_tier``). Its C helpers
+#: (``vllm.fs_io_C``) are not in vllm-cpu: the Python paths of ``fs/io.py`` are the ones run.
+_FS_TIER = Suite("tier", "any", "kvoffload.mutation.tier_factories", "fs_tier")
+VLLM033_TIERS = Target(
+    name="vllm033-tiers",
+    source="vllm",
+    package="kvo_mut_vllm_tiering",
+    files=("fs/manager.py", "fs/io.py", "fs/thread_pool.py", "async_lookup.py"),
+    rewrites=(("vllm.v1.kv_offload.tiering.fs.", "kvo_mut_vllm_tiering.fs."),
+              ("vllm.v1.kv_offload.tiering.async_lookup", "kvo_mut_vllm_tiering.async_lookup")),
+    suites={file: (_FS_TIER,) for file in ("fs/manager.py", "fs/io.py", "fs/thread_pool.py", "async_lookup.py")},
+    needs_vllm=True,
+    vllm_version="0.33",
+    directory="tiering",
+)
+
 TARGETS: dict[str, Target] = {target.name: target for target in (VLLM_CPU, VLLM033_CPU, VLLM_CPU_MC, VLLM033_CPU_MC,
-                                                                  VLLM019_CPU, REFERENCE_POLICIES)}
+                                                                  VLLM019_CPU, REFERENCE_POLICIES, VLLM033_TIERS)}

@@ -3,7 +3,7 @@ keywords it calls them with: ``f(primary_kv_view=, workdir=, num_blocks=, enable
 
 vLLM's own tiers (0.32/0.33: the in-memory example and the file-system tier) and ours (the
 disk tier), each built as vLLM's ``SecondaryTierFactory`` would, from a real
-``OffloadingConfig`` and vLLM's CPU ``OffloadingSpec``. Run from ``tests/vllm_lane``:
+``OffloadingConfig`` and vLLM's CPU ``OffloadingSpec`` (``standalone_spec``). Run from ``tests/vllm_lane``:
 ``kvoffload conform tier tier_factories:vllm_fs_tier``.
 """
 
@@ -12,15 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from vllm_helpers import offloading_config
-
-
-def offloading_spec(row_bytes: int, events: bool) -> Any:
-    """vLLM's CPU ``OffloadingSpec`` over a config of rows of ``row_bytes`` bytes."""
-    from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec
-
-    config = offloading_config({"cpu_bytes_to_use": 64 * row_bytes}, bytes_per_block=row_bytes, events=events)
-    return CPUOffloadingSpec(config)
+from kvoffload.impl.vllm.tiers import standalone_spec as offloading_spec
 
 
 def vllm_example_tier(primary_kv_view: memoryview, workdir: str, num_blocks: int,

@@ -52,7 +52,7 @@ from ..tiers.jobs import LOOKUP_HIT, LOOKUP_RETRY, TierJobResult
 from ..tiers.records import layout_digest
 from ._log import log_event
 
-__all__ = ["KVOffloadDiskTier", "KVOffloadRedisTier"]
+__all__ = ["KVOffloadDiskTier", "KVOffloadRedisTier", "standalone_spec"]
 
 _LOOKUP = {LOOKUP_HIT: LookupResult.HIT, LOOKUP_RETRY: LookupResult.RETRY}
 
@@ -169,3 +169,26 @@ class KVOffloadRedisTier(_TierAdapter):
         table = RedisBlockTable(redis.Redis.from_url(url), int(num_blocks), digest, lease_ms=lease_ms)
         self.tier = RedisTier(table, self.block_size_bytes, digest, io_threads=io_threads)
 
+
+
+def standalone_spec(row_bytes: int, enable_events: bool = False, model: str = "kvoffload-standalone") -> Any:
+    """An ``OffloadingSpec`` to build a secondary tier with outside a vLLM engine (conformance
+    checks, mutation testing, benchmarks): vLLM's CPU spec over a one-group config whose
+    chunks are rows of ``row_bytes`` bytes, KV events on or off (a tier reads its layout,
+    T3, and vLLM's file-system tier its file names from it)."""
+    from vllm.v1.kv_offload.config import (
+        OffloadingCacheConfig, OffloadingConfig, OffloadingGroupConfig, OffloadingModelConfig,
+        OffloadingParallelConfig,
+    )
+    from vllm.v1.kv_offload.cpu.spec import CPUOffloadingSpec
+
+    parallel = OffloadingParallelConfig(
+        rank=0, world_size=1, tp_size=1, pp_size=1, pcp_size=1, dcp_size=1, data_parallel_index=0,
+        data_parallel_size=1, data_parallel_rank_local=None, is_parallelism_agnostic=True)
+    config = OffloadingConfig(
+        groups=(OffloadingGroupConfig(tokens_per_block=16, layer_names=("layer0",), group_id=0),),
+        worker_kv_bytes_per_block=row_bytes, enable_kv_cache_events=enable_events,
+        extra_config={"cpu_bytes_to_use": 64 * row_bytes}, engine_id="kvoffload-standalone",
+        model=OffloadingModelConfig(name=model, dtype="float32"),
+        cache=OffloadingCacheConfig(tokens_per_hash=16, blocks_per_chunk=1), parallel=parallel)
+    return CPUOffloadingSpec(config)
