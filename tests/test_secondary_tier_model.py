@@ -1,4 +1,4 @@
-"""The caller's model of a vLLM secondary tier (``spec.secondary_tier``, T7–T11): what the
+"""The caller's model of a vLLM secondary tier (``spec.secondary_tier``, T7–T12): what the
 judge of ``kvoffload conform tier`` asks of it, without vLLM."""
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ def _stored(model: SecondaryTierModel) -> None:
 
 
 def test_T7_hit_only_for_a_key_a_store_carried() -> None:
-    model = SecondaryTierModel(4, ROW)
+    model = SecondaryTierModel(4, ROW, 2)
     assert model.hit_allowed(A) is not None and model.hit_allowed(A).startswith("T7")
     model.submit_store(1, [A], [0])
     assert model.hit_allowed(A) is None  # in flight is enough: the load then holds it to T8
 
 
 def test_T8_loaded_bytes_are_the_keys_and_wrong_ones_are_told_apart() -> None:
-    model = SecondaryTierModel(4, ROW)
+    model = SecondaryTierModel(4, ROW, 2)
     _stored(model)
     model.submit_store(3, [B], [1])
     model.submit_load(4, [A], [2], owed=True)
@@ -42,7 +42,7 @@ def test_T8_loaded_bytes_are_the_keys_and_wrong_ones_are_told_apart() -> None:
 
 
 def test_T8_an_owed_load_must_succeed_and_successful_keys_belong_to_the_job() -> None:
-    model = SecondaryTierModel(4, ROW)
+    model = SecondaryTierModel(4, ROW, 2)
     _stored(model)
     model.submit_load(3, [A], [1], owed=True)
     job, fault = model.finish(3, False, None)
@@ -58,7 +58,7 @@ def test_T8_an_owed_load_must_succeed_and_successful_keys_belong_to_the_job() ->
 
 
 def test_T9_each_job_reported_once() -> None:
-    model = SecondaryTierModel(4, ROW)
+    model = SecondaryTierModel(4, ROW, 2)
     _stored(model)
     assert "a second time" in model.finish(1, True, None)[1]
     assert "never submitted" in model.finish(9, True, None)[1]
@@ -67,7 +67,7 @@ def test_T9_each_job_reported_once() -> None:
 
 
 def test_T10_rows_the_tier_may_not_write_are_watched() -> None:
-    model = SecondaryTierModel(4, ROW)
+    model = SecondaryTierModel(4, ROW, 2)
     model.submit_store(1, [A], [0])
     model.submit_load(2, [A], [1], owed=False)
     rows = dict(model.expected)
@@ -79,7 +79,7 @@ def test_T10_rows_the_tier_may_not_write_are_watched() -> None:
 
 
 def test_T11_events_name_keys_given_and_removals_are_remembered() -> None:
-    model = SecondaryTierModel(4, ROW)
+    model = SecondaryTierModel(4, ROW, 2)
     assert model.event_fault([A], removed=False).startswith("T11")
     model.submit_store(1, [A], [0])
     assert model.event_fault([A], removed=False) is None
@@ -87,3 +87,15 @@ def test_T11_events_name_keys_given_and_removals_are_remembered() -> None:
     assert model.event_fault([A], removed=False) is None and model.announced_removed() == []
     assert model.event_fault([A], removed=True, metadata_only=True) is None
     assert model.announced_removed() == []  # metadata only: no public change
+
+
+def test_T12_a_store_with_room_and_nothing_in_flight_must_succeed() -> None:
+    model = SecondaryTierModel(4, ROW, 2)
+    model.submit_store(1, [A, B], [0, 1])  # nothing in flight, 2 keys for a capacity of 2: owed
+    assert model.finish(1, False, None)[1].startswith("T12: store job 1")
+    model.submit_store(2, [A], [2])
+    model.submit_store(3, [B], [3])  # job 2 in flight: job 3 may fail
+    assert model.finish(3, False, None)[1] is None
+    assert model.finish(2, True, None)[1] is None
+    model.submit_store(5, [A, B, b"c" * 36], [2, 3, 0][:3])  # more keys than the capacity: may fail
+    assert not model.in_flight[5].owed and model.finish(5, False, None)[1] is None

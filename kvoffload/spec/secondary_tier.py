@@ -1,4 +1,4 @@
-"""The reference model of a vLLM secondary tier as its caller sees it (T7–T11).
+"""The reference model of a vLLM secondary tier as its caller sees it (T7–T12).
 
 A tier behind vLLM's CPU tier chooses its own capacity and evictions, so no model can say
 which keys it still holds. What the caller *can* know is everything the tier was given:
@@ -6,7 +6,7 @@ which keys its store jobs carried, which primary rows each job may touch and unt
 and which bytes every row held. That is this model. It answers the questions the judge
 asks of every call: may this ``HIT`` be (T7)? are these loaded bytes the key's (T8)? is
 this job result one owed (T9)? is every row the tier may not write still as it was (T10)?
-are these events about keys the tier was given (T11)?
+are these events about keys the tier was given (T11)? could this store have failed (T12)?
 
 Rows are integers ``0 … rows-1`` of the primary buffer, keys are bytes, and the bytes of
 a key are ``payload_of(key, row_bytes)``: a key is a content hash, so every store of it
@@ -34,15 +34,17 @@ class TierJob:
     kind: str
     keys: tuple[bytes, ...]
     rows: tuple[int, ...]
-    #: a load submitted right after ``HIT`` for each of its keys, nothing between (T8)
+    #: a load submitted right after ``HIT`` for each of its keys, nothing between (T8); a store
+    #: of at most the capacity's keys submitted with no job in flight (T12)
     owed: bool = False
 
 
 class SecondaryTierModel:
     """What the caller of one tier knows: keys given, jobs in flight, every row's bytes."""
 
-    def __init__(self, rows: int, row_bytes: int) -> None:
+    def __init__(self, rows: int, row_bytes: int, capacity: int) -> None:
         self.row_bytes = row_bytes
+        self.capacity = capacity
         #: the bytes each row holds, for rows no load in flight may write (T10)
         self.expected: dict[int, bytes] = {row: bytes(row_bytes) for row in range(rows)}
         self.carried: set[bytes] = set()
@@ -70,8 +72,9 @@ class SecondaryTierModel:
 
     def submit_store(self, job_id: int, keys: Sequence[bytes], rows: Sequence[int]) -> list[tuple[int, bytes]]:
         """A store job of ``keys`` from ``rows``: the rows' bytes to write before submitting."""
+        owed = not self.in_flight and len(keys) <= self.capacity  # T12
         self.carried.update(keys)
-        self.in_flight[job_id] = TierJob(job_id, "store", tuple(keys), tuple(rows))
+        self.in_flight[job_id] = TierJob(job_id, "store", tuple(keys), tuple(rows), owed)
         writes = [(row, self.payload(key)) for key, row in zip(keys, rows)]
         self.expected.update(writes)
         return writes
@@ -89,7 +92,7 @@ class SecondaryTierModel:
             return None
         return "T7: lookup answered HIT for a key no store job submitted to this tier carried"
 
-    @implements("T9")
+    @implements("T9", "T12")
     def finish(self, job_id: int, success: bool, successful: Collection[bytes] | None) -> tuple[TierJob | None, str | None]:
         """A job result: the job and what is wrong with the result (``None``: nothing)."""
         job = self.in_flight.pop(job_id, None)
@@ -103,6 +106,9 @@ class SecondaryTierModel:
         if job.kind == "load" and job.owed and not success:
             return job, (f"T8: load job {job_id} failed, though lookup had just answered HIT for each of its "
                          f"keys and nothing was called between")
+        if job.kind == "store" and job.owed and not success:
+            return job, (f"T12: store job {job_id} of {len(job.keys)} key(s) failed, though no other job was in "
+                         f"flight and the tier was built for {self.capacity}")
         return job, None
 
     @implements("T8")

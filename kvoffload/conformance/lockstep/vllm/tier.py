@@ -1,4 +1,4 @@
-"""The lockstep machine for vLLM secondary tiers (T7–T11): ``kvoffload conform tier``.
+"""The lockstep machine for vLLM secondary tiers (T7–T12): ``kvoffload conform tier``.
 
 A ``SecondaryTierManager`` (vLLM 0.32/0.33) is driven the way vLLM's tiering manager drives
 it — requests and steps, lookups, store jobs that read rows of the primary buffer, loads
@@ -62,7 +62,7 @@ def _clauses(message: str) -> list[str]:
 
 
 class TierMachine(ConformanceMachine):
-    """Lockstep of a vLLM ``SecondaryTierManager`` and ``SecondaryTierModel`` (T7–T11)."""
+    """Lockstep of a vLLM ``SecondaryTierManager`` and ``SecondaryTierModel`` (T7–T12)."""
 
     kind = "tier"
     #: the first failure of the run (a threaded tier's may not repeat when replayed)
@@ -83,6 +83,7 @@ class TierMachine(ConformanceMachine):
             f"buffer = np.frombuffer(mmap.mmap(-1, {ROWS * ROW_BYTES}), np.uint8).reshape({ROWS}, {ROW_BYTES})"
             "  # the primary tier's rows (page-aligned, as vLLM's shared region)",
             f"def put(row, key): buffer[row] = np.frombuffer(payload_of(key, {ROW_BYTES}), np.uint8)",
+            "workdir = tempfile.mkdtemp()",
             "def scribble(serial, row):  # the caller reuses a reported job's row",
             f"    buffer[row] = np.frombuffer(payload_of(b'scribble:%d:%d' % (serial, row), {ROW_BYTES}), np.uint8)",
         ]
@@ -106,19 +107,33 @@ class TierMachine(ConformanceMachine):
     @initialize(num_blocks=st.integers(1, 5), events=st.booleans())
     def start(self, num_blocks: int, events: bool) -> None:
         self.buffer = np.frombuffer(mmap.mmap(-1, ROWS * ROW_BYTES), np.uint8).reshape(ROWS, ROW_BYTES)
-        self.model = SecondaryTierModel(ROWS, ROW_BYTES)
+        self.model = SecondaryTierModel(ROWS, ROW_BYTES, num_blocks)
         self.keys = [_key(i) for i in range(KEYS)]
         self.workdir = tempfile.mkdtemp(prefix="kvoffload-tier-")
         arguments = {"primary_kv_view": memoryview(self.buffer.data), "workdir": self.workdir,
                      "num_blocks": num_blocks, "enable_events": events}
         self.construct = self.factory_ref.call({"num_blocks": num_blocks, "enable_events": events}).replace(
-            "(", "(primary_kv_view=memoryview(buffer), workdir=tempfile.mkdtemp(), ", 1)
+            "(", "(primary_kv_view=memoryview(buffer), workdir=workdir, ", 1)
         self.arguments = arguments
         try:
             self.tier = self.factory_ref.factory(**arguments)
         except Exception as error:
             raise TargetSetupError(f"{self.factory_ref.source}(num_blocks={num_blocks}, ...) raised {error!r}") from error
         self.requests = 0
+        self._new_request()
+
+    @rule()
+    def restart(self) -> None:
+        """T12: the tier drained, shut down and built again over the same directory (an
+        engine restarted; vLLM's file-system tier serves what it stored before)."""
+        self.drain()
+        self.call_or_fail("T12", "shutdown", self.tier.shutdown, source="t.shutdown()")
+        self.tier = None
+        self.exercised("T12")
+        self.log.add(f"t = {self.construct}")
+        self.tier = self.call_or_fail("T12", "building the tier again over the same directory",
+                                      lambda: self.factory_ref.factory(**self.arguments))
+        self.model.announced.clear()  # a new instance: its events start afresh
         self._new_request()
 
     # -- requests and steps -------------------------------------------------------------
@@ -335,6 +350,7 @@ class TierMachine(ConformanceMachine):
         finally:
             if self.tier is not None:
                 self.tier.shutdown()
+                self.tier = None
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     # -- helpers ------------------------------------------------------------------------
