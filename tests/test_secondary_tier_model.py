@@ -99,3 +99,19 @@ def test_T12_a_store_with_room_and_nothing_in_flight_must_succeed() -> None:
     assert model.finish(2, True, None)[1] is None
     model.submit_store(5, [A, B, b"c" * 36], [2, 3, 0][:3])  # more keys than the capacity: may fail
     assert not model.in_flight[5].owed and model.finish(5, False, None)[1] is None
+
+
+def test_T13_keys_stored_within_capacity_must_be_kept_until_a_rebuild() -> None:
+    model = SecondaryTierModel(4, ROW, 2)
+    model.submit_store(1, [A], [0])
+    assert model.must_keep() == []  # in flight
+    model.finish(1, True, None)
+    assert model.must_keep() == [A]
+    model.submit_store(2, [B], [1])
+    model.finish(2, False, None)  # a failed store of B: A must still be kept, B need not be
+    assert model.must_keep() == [A]
+    model.rebuilt()
+    assert model.must_keep() == []
+    model.submit_store(3, [b"c" * 36], [2])
+    model.finish(3, True, None)
+    assert model.must_keep() == []  # three distinct keys given to a tier of two: it may evict

@@ -1,4 +1,4 @@
-"""The reference model of a vLLM secondary tier as its caller sees it (T7–T12).
+"""The reference model of a vLLM secondary tier as its caller sees it (T7–T13).
 
 A tier behind vLLM's CPU tier chooses its own capacity and evictions, so no model can say
 which keys it still holds. What the caller *can* know is everything the tier was given:
@@ -7,6 +7,7 @@ and which bytes every row held. That is this model. It answers the questions the
 asks of every call: may this ``HIT`` be (T7)? are these loaded bytes the key's (T8)? is
 this job result one owed (T9)? is every row the tier may not write still as it was (T10)?
 are these events about keys the tier was given (T11)? could this store have failed (T12)?
+must this key still be there (T13)?
 
 Rows are integers ``0 … rows-1`` of the primary buffer, keys are bytes, and the bytes of
 a key are ``payload_of(key, row_bytes)``: a key is a content hash, so every store of it
@@ -56,6 +57,8 @@ class SecondaryTierModel:
         self.released: dict[int, int] = {}
         #: what each row held when a load job took it (a row left unwritten is named so)
         self.before: dict[int, bytes] = {}
+        #: keys whose store job was reported successful since the tier was built (T13)
+        self.kept: set[bytes] = set()
         #: each key's last announcement in the events taken so far: removed (True) or stored
         self.announced: dict[bytes, bool] = {}
 
@@ -96,6 +99,8 @@ class SecondaryTierModel:
     def finish(self, job_id: int, success: bool, successful: Collection[bytes] | None) -> tuple[TierJob | None, str | None]:
         """A job result: the job and what is wrong with the result (``None``: nothing)."""
         job = self.in_flight.pop(job_id, None)
+        if job is not None and job.kind == "store" and success:
+            self.kept.update(job.keys)
         if job is None:
             again = job_id in self.reported
             return None, (f"T9: get_finished_jobs reported job {job_id} "
@@ -156,6 +161,19 @@ class SecondaryTierModel:
                 during = f" while store job {holder.job_id} was reading it" if holder else ""
                 return f"T10: row {row} of the primary buffer changed{during}; no load in flight may write it"
         return None
+
+    @implements("T13")
+    def must_keep(self) -> list[bytes]:
+        """T13: keys the tier must answer ``HIT`` with nothing in flight: stored successfully
+        since it was built, when it was never given more than its capacity's distinct keys."""
+        if self.in_flight or len(self.carried) > self.capacity:
+            return []
+        return sorted(self.kept)
+
+    def rebuilt(self) -> None:
+        """The tier was shut down and built again: it may have dropped everything (T12)."""
+        self.kept.clear()
+        self.announced.clear()  # a new instance: its events start afresh
 
     def unreported(self) -> list[int]:
         """Jobs not yet reported (T9: none once ``drain_jobs`` returned and results were taken)."""

@@ -105,6 +105,13 @@ class AnnouncesStrangers(MemoryTier):
         super().announce([k + b"!" for k in keys] if removed else keys, removed)
 
 
+class AlwaysRetries(MemoryTier):
+    """Answers ``RETRY`` to every lookup, as a tier whose lookup thread never delivers (T13)."""
+
+    def lookup(self, key: bytes, req_context: Any) -> LookupResult:
+        return LookupResult.RETRY
+
+
 def _factory(cls: type[MemoryTier]) -> Any:
     def make(primary_kv_view: memoryview, workdir: str, num_blocks: int, enable_events: bool = False) -> MemoryTier:
         return cls(primary_kv_view, num_blocks, enable_events)
@@ -118,3 +125,4 @@ make_keeps_views = _factory(KeepsViews)
 make_loads_into_next_row = _factory(LoadsIntoNextRow)
 make_reports_twice = _factory(ReportsTwice)
 make_announces_strangers = _factory(AnnouncesStrangers)
+make_always_retries = _factory(AlwaysRetries)

@@ -1,4 +1,4 @@
-"""``kvoffload conform tier`` (T7–T11): vLLM secondary tiers judged as they are.
+"""``kvoffload conform tier`` (T7–T13): vLLM secondary tiers judged as they are.
 
 - vLLM's own file-system tier and our disk tier conform, and so do a small in-memory tier
   and the tier an outside author wrote (``frank_tier``, from vLLM 0.33's sources and the
@@ -40,6 +40,7 @@ CAUGHT = {
     "loads_into_next_row": (planted_tiers.make_loads_into_next_row, {"T8", "T10"}),
     "reports_twice": (planted_tiers.make_reports_twice, {"T9"}),
     "announces_strangers": (planted_tiers.make_announces_strangers, {"T11"}),
+    "always_retries": (planted_tiers.make_always_retries, {"T13"}),
     "frank:evict_while_loading": (frank_bugs.make_evict_while_loading, {"T8", "T10"}),
     "frank:double_free_on_evict": (frank_bugs.make_double_free_on_evict, {"T8", "T10"}),
     "frank:skipped_key_row_shift": (frank_bugs.make_skipped_key_row_shift, {"T8"}),
@@ -49,15 +50,15 @@ CAUGHT = {
 
 
 @pytest.mark.parametrize("name", sorted(CONFORMING))
-def test_T7_T11_correct_tiers_conform(name: str) -> None:
+def test_T7_T13_correct_tiers_conform(name: str) -> None:
     result = check_vllm_tier(CONFORMING[name])
     assert result.ok, result.report()
-    assert {"T7", "T8", "T9", "T10", "T11"} <= set(result.clauses_exercised)
+    assert {"T7", "T8", "T9", "T10", "T11", "T12", "T13"} <= set(result.clauses_exercised)
     assert result.examples >= 300
 
 
 @pytest.mark.parametrize("name", sorted(CAUGHT))
-def test_T7_T11_planted_and_outside_author_bugs_are_caught(name: str) -> None:
+def test_T7_T13_planted_and_outside_author_bugs_are_caught(name: str) -> None:
     factory, clauses = CAUGHT[name]
     result = check_vllm_tier(factory)
     assert not result.ok and result.clause in clauses, result.report()

@@ -1,4 +1,4 @@
-"""The lockstep machine for vLLM secondary tiers (T7–T12): ``kvoffload conform tier``.
+"""The lockstep machine for vLLM secondary tiers (T7–T13): ``kvoffload conform tier``.
 
 A ``SecondaryTierManager`` (vLLM 0.32/0.33) is driven the way vLLM's tiering manager drives
 it — requests and steps, lookups, store jobs that read rows of the primary buffer, loads
@@ -47,6 +47,8 @@ KEYS = 8
 #: Seconds an engine step lasts between ``on_schedule_end`` and the next lookups (a tier
 #: that looks keys up on a thread, as vLLM's file-system tier does, answers by then).
 STEP_SECONDS = 0.002
+#: Steps a tier may answer ``RETRY`` for a key it must keep (T13) before that counts as losing it.
+KEEP_STEPS = 50
 #: Answers a secondary tier may give (vLLM's docstring); anything else is T7.
 _ANSWERS = (LookupResult.HIT, LookupResult.MISS, LookupResult.RETRY, LookupResult.HIT_PENDING)
 
@@ -62,7 +64,7 @@ def _clauses(message: str) -> list[str]:
 
 
 class TierMachine(ConformanceMachine):
-    """Lockstep of a vLLM ``SecondaryTierManager`` and ``SecondaryTierModel`` (T7–T12)."""
+    """Lockstep of a vLLM ``SecondaryTierManager`` and ``SecondaryTierModel`` (T7–T13)."""
 
     kind = "tier"
     #: the first failure of the run (a threaded tier's may not repeat when replayed)
@@ -122,18 +124,16 @@ class TierMachine(ConformanceMachine):
         self.requests = 0
         self._new_request()
 
-    @rule()
-    def restart(self) -> None:
-        """T12: the tier drained, shut down and built again over the same directory (an
+    def _restart(self) -> None:
+        """T12: the drained tier shut down and built again over the same directory (an
         engine restarted; vLLM's file-system tier serves what it stored before)."""
-        self.drain()
         self.call_or_fail("T12", "shutdown", self.tier.shutdown, source="t.shutdown()")
         self.tier = None
         self.exercised("T12")
         self.log.add(f"t = {self.construct}")
         self.tier = self.call_or_fail("T12", "building the tier again over the same directory",
                                       lambda: self.factory_ref.factory(**self.arguments))
-        self.model.announced.clear()  # a new instance: its events start afresh
+        self.model.rebuilt()
         self._new_request()
 
     # -- requests and steps -------------------------------------------------------------
@@ -184,7 +184,10 @@ class TierMachine(ConformanceMachine):
         """A request's chunks as vLLM's tiering manager handles them: looked up in order up to
         the first that is not a ``HIT``; the hits loaded at once (T8); the rest, computed,
         stored (cascaded) in one job."""
-        keys = self.draw_unique(data, self.keys, "keys", 1, 4)
+        # Requests share prefixes, as prompts do: chunks from the start of one of two chains,
+        # so what one request stores the next finds (hits, loads, evictions under them).
+        start = data.draw(st.sampled_from([0, 0, 0, KEYS // 2]), label="chain")
+        keys = self.keys[start:start + data.draw(st.integers(1, 4), label="chunks")]
         store_rest = data.draw(st.booleans(), label="store the rest")
         hits = self._lookups(data, keys, prefix=True)
         rest = keys[len(hits):]
@@ -293,8 +296,10 @@ class TierMachine(ConformanceMachine):
             self.buffer[row] = np.frombuffer(fill, np.uint8)
         self.log.add("; ".join(f"scribble({self.serial}, {row})" for row in job.rows))
 
-    @rule()
-    def drain(self) -> None:
+    @rule(restart=st.integers(0, 7))
+    def drain(self, restart: int = 1) -> None:
+        """Every job drained and judged (T9); now and then (``restart == 0``) the engine then
+        restarts (``_restart``)."""
         self.call_or_fail("T9", "drain_jobs", self.tier.drain_jobs, source="t.drain_jobs()")
         self.poll()
         left = self.model.unreported()
@@ -302,6 +307,34 @@ class TierMachine(ConformanceMachine):
             self.fail("T9", f"drain_jobs returned, then get_finished_jobs did not report job(s) {left}")
         if self.arguments["enable_events"]:
             self._settled_events()
+        self._kept()
+        if restart == 0:
+            self._restart()
+
+    def _kept(self) -> None:
+        """T13, with nothing in flight: a new request finds every key the tier must keep,
+        asked again a step later while it answers ``RETRY`` (up to ``KEEP_STEPS`` steps)."""
+        keys = self.model.must_keep()
+        if not keys:
+            return
+        self.exercised("T13")
+        self.call_or_fail("T9", "on_request_finished", self.tier.on_request_finished, self.ctx,
+                          source="t.on_request_finished(ctx)")
+        self._new_request()
+        for _ in range(KEEP_STEPS):
+            answers = {key: self.call_or_fail("T7", "lookup", self.tier.lookup, key, self.ctx) for key in keys}
+            keys = [key for key, answer in answers.items() if answer is LookupResult.RETRY]
+            lost = [key for key, answer in answers.items() if answer not in (LookupResult.HIT, LookupResult.RETRY)]
+            if lost or not keys:
+                break
+            self.tier.on_schedule_end(ScheduleEndContext(new_req_ids=[], preempted_req_ids=[]))
+            time.sleep(STEP_SECONDS)
+        self.step()
+        self.log.add(f"[t.lookup(k, ctx) for k in {self._names(list(answers))}]  # {[a.name for a in answers.values()]}")
+        if lost or keys:
+            self.fail("T13", f"a tier never given more than its capacity's keys answered "
+                             f"{'MISS' if lost else f'RETRY for {KEEP_STEPS} steps'} for {len(lost or keys)} key(s) "
+                             f"it had reported stored, with nothing in flight")
 
     def _settled_events(self) -> None:
         """T11 with nothing in flight and every event taken: a key the events last announced
