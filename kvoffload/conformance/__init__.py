@@ -5,7 +5,7 @@ Python: ``check_manager(factory, policy="any", strict=False, max_examples=None,
 steps=None, seed=0) -> ConformanceResult`` (and ``check_backend``, ``check_policy``).
 pytest: subclass ``ManagerConformance``/``BackendConformance``/``PolicyConformance``
 from ``kvoffload.conformance.pytest_support``. Copy handlers: ``check_handler``;
-tiers: ``check_tier``, ``check_shared_table``; a vLLM secondary tier (T7–T11):
+tiers: ``check_tier``, ``check_shared_table``; a vLLM secondary tier (T7–T13):
 ``check_vllm_tier``. CLI: ``kvoffload conform manager
 MODULE:FACTORY [--policy lru|arc|any] [--strict] [--interface auto|contract|vllm]``;
 targets written against vLLM's own interfaces are detected and judged by

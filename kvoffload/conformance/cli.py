@@ -111,7 +111,7 @@ def policy(factory: str, **options: Any) -> None:
 @OPTIONS[1]
 @OPTIONS[2]
 def tier(factory: str, **options: Any) -> None:
-    """A vLLM secondary tier (SecondaryTierManager): T7-T11. FACTORY is called
+    """A vLLM secondary tier (SecondaryTierManager): T7-T13. FACTORY is called
     f(primary_kv_view=, workdir=, num_blocks=, enable_events=)."""
     try:
         result = check_vllm_tier(load_factory(factory), progress=True, source=factory, **options)

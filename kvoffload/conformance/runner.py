@@ -367,7 +367,7 @@ def check_vllm_tier(
     source: str | None = None,
     shrink: bool = True,
 ) -> ConformanceResult:
-    """Check a vLLM secondary tier (``SecondaryTierManager``, T7–T11), built by
+    """Check a vLLM secondary tier (``SecondaryTierManager``, T7–T13), built by
     ``factory(primary_kv_view=, workdir=, num_blocks=, enable_events=)``; needs vLLM
     (``TargetSetupError`` naming what to install otherwise). A failure that did not repeat
     when replayed (a tier doing its I/O on threads) is reported as first found, unshrunk."""

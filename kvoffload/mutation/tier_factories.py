@@ -1,4 +1,4 @@
-"""Factories of the mutated secondary tiers for ``kvoffload conform tier`` (T7–T11), in the
+"""Factories of the mutated secondary tiers for ``kvoffload conform tier`` (T7–T13), in the
 keywords it calls them with: each builds its class from the scratch package (the mutant), as
 vLLM's ``SecondaryTierFactory`` would, over ``standalone_spec``."""
 
