@@ -22,13 +22,13 @@ from .runner import (
     check_backend,
     check_manager,
     check_policy,
-    check_vllm_tier,
     machine_for,
     run_conformance,
 )
 from .lockstep.strategies import OneShot, hash_pools
 from .lockstep.tiers import check_shared_table, check_tier
 from .lockstep.vllm import as_contract_manager, as_contract_policy
+from .lockstep.vllm.tier_run import check_vllm_tier
 
 __all__ = [
     "AdoptingPolicy",

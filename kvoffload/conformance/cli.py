@@ -14,7 +14,8 @@ import click
 
 from .loading import load_factory
 from .lockstep.machine_base import TargetSetupError
-from .runner import DEFAULT_BUDGET, POLICY_MODES, check_vllm_tier, run_conformance
+from .lockstep.vllm.tier_run import check_vllm_tier
+from .runner import DEFAULT_BUDGET, POLICY_MODES, run_conformance
 
 __all__ = ["conform"]
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 import contextlib
 import time
 import traceback
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import hypothesis
 from hypothesis import HealthCheck, Phase, Verbosity
 from hypothesis.database import ExampleDatabase
-from hypothesis.errors import Flaky, HypothesisDeprecationWarning
+from hypothesis.errors import Flaky
 from hypothesis.stateful import get_state_machine_test as _untyped_state_machine_test
 
 from ..spec import POLICIES
@@ -43,7 +42,6 @@ __all__ = [
     "check_manager",
     "check_backend",
     "check_policy",
-    "check_vllm_tier",
     "machine_for",
 ]
 
@@ -356,53 +354,3 @@ def check_policy(factory: Callable[..., Any], **options: Any) -> ConformanceResu
     """Check a ``CachePolicy`` factory ``f(cache_capacity=)`` (a policy class is one)."""
     return run_conformance("policy", factory, **options)
 
-
-def check_vllm_tier(
-    factory: Callable[..., Any],
-    *,
-    max_examples: int | None = None,
-    steps: int | None = None,
-    seed: int = 0,
-    progress: bool = False,
-    source: str | None = None,
-    shrink: bool = True,
-) -> ConformanceResult:
-    """Check a vLLM secondary tier (``SecondaryTierManager``, T7–T13), built by
-    ``factory(primary_kv_view=, workdir=, num_blocks=, enable_events=)``; needs vLLM
-    (``TargetSetupError`` naming what to install otherwise). A failure that did not repeat
-    when replayed (a tier doing its I/O on threads) is reported as first found, unshrunk."""
-    try:
-        require_vllm()
-    except VllmUnavailable as error:
-        raise TargetSetupError(str(error)) from error
-    from .lockstep.vllm.tier import TierMachine
-
-    default_examples, default_steps = DEFAULT_BUDGET["tier"]
-    reference = FactoryRef.of(factory, source)
-    stats = RunStats(progress=progress, label=f"tier {reference.source}")
-    first_failure: list[ConformanceFailure] = []
-    machine = type("TierMachineForTarget", (TierMachine,), {
-        "factory_ref": reference, "stats": stats, "first_failure": first_failure})
-    result = ConformanceResult(target=reference.source, kind="tier", policy="-", strict=False, ok=True, seed=seed,
-                               interface="vllm")
-    started = time.perf_counter()
-    settings = conformance_settings(max_examples or default_examples, steps or default_steps, shrink=shrink)
-    try:
-        with warnings.catch_warnings():
-            # A tier may use ``random`` in its calls (vLLM's file-system tier names temporary
-            # files so); hypothesis warns of that as if a strategy did.
-            warnings.simplefilter("ignore", HypothesisDeprecationWarning)
-            run_machine(machine, settings, seed, result, "the suite stopped on an unexpected error: ",
-                        full_traceback=False)
-    finally:
-        stats.done()
-    if not result.ok and result.clauses == ("?",) and first_failure:
-        first = first_failure[0]
-        result.clauses, result.reproduction = first.clauses, first.reproduction
-        result.message = first.message + " (it did not repeat when replayed: the example is shown as first found)"
-    stats.record(result, time.perf_counter() - started)
-    if result.ok and "T8" not in stats.clauses:
-        stats.skipped.add("T8 (no load served a key: the tier never answered HIT, or every load failed; "
-                          "no loaded bytes were checked)")
-    result.clauses_skipped = tuple(sorted(stats.skipped))
-    return result

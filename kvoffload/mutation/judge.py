@@ -42,7 +42,8 @@ def suite_factory(suite: Suite) -> Callable[..., Any]:
 
 def _lockstep(suite: Suite) -> tuple[tuple[str, ...], str, str]:
     """The lockstep suite on ``suite``: (clauses broken, message, what ran) — no clause: conforms."""
-    from ..conformance.runner import check_vllm_tier, run_conformance
+    from ..conformance.lockstep.vllm.tier_run import check_vllm_tier
+    from ..conformance.runner import run_conformance
 
     if suite.kind == "tier":
         tier = check_vllm_tier(suite_factory(suite), shrink=False)
