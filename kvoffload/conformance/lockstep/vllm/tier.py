@@ -58,6 +58,16 @@ def _key(i: int) -> bytes:
     return bytes([i + 1]) * 32 + (0).to_bytes(4, "big")
 
 
+class _Request:
+    """One request in flight: its context and what the driver remembers of it."""
+
+    def __init__(self, number: int) -> None:
+        self.ctx = ReqContext(req_id=f"r{number}")
+        self.hits: list[bytes] = []  # keys answered HIT (a later load may use them)
+        self.retry: list[bytes] = []  # keys answered RETRY (asked again next step)
+        self.promotions: list[bytes] = []  # hits to load when the step ends
+
+
 def _clauses(message: str) -> list[str]:
     """The clause ids a model message starts with (``"T8, T10: …"``)."""
     return message.split(":", 1)[0].split(", ")
@@ -122,7 +132,8 @@ class TierMachine(ConformanceMachine):
         except Exception as error:
             raise TargetSetupError(f"{self.factory_ref.source}(num_blocks={num_blocks}, ...) raised {error!r}") from error
         self.requests = 0
-        self._new_request()
+        self.req = self._new_request()
+        self.other = self._new_request("other")  # two requests in flight, as a scheduler has many
 
     def _restart(self) -> None:
         """T12: the drained tier shut down and built again over the same directory (an
@@ -134,24 +145,33 @@ class TierMachine(ConformanceMachine):
         self.tier = self.call_or_fail("T12", "building the tier again over the same directory",
                                       lambda: self.factory_ref.factory(**self.arguments))
         self.model.rebuilt()
-        self._new_request()
+        self.req, self.other = self._new_request(), self._new_request("other")
 
     # -- requests and steps -------------------------------------------------------------
 
-    def _new_request(self) -> None:
+    def _new_request(self, var: str = "ctx") -> _Request:
+        """A new request, ``var`` in the reproduction (``ctx``: the current one)."""
         self.requests += 1
-        self.ctx = ReqContext(req_id=f"r{self.requests}")
-        self.hits: list[bytes] = []  # keys answered HIT in this request (a later load may use them)
-        self.retry: list[bytes] = []  # keys answered RETRY in this request (asked again next step)
-        self.promotions: list[bytes] = []  # hits to load when the step ends
-        self.log.add(f"ctx = ReqContext(req_id='r{self.requests}')")
-        self.call_or_fail("T9", "on_new_request", self.tier.on_new_request, self.ctx, source="t.on_new_request(ctx)")
+        request = _Request(self.requests)
+        self.log.add(f"{var} = ReqContext(req_id='r{self.requests}')")
+        self.call_or_fail("T9", "on_new_request", self.tier.on_new_request, request.ctx,
+                          source=f"t.on_new_request({var})")
+        return request
+
+    def _switch(self) -> None:
+        """The other request becomes the current one (``ctx`` in the reproduction)."""
+        self.req, self.other = self.other, self.req
+        self.log.add("ctx, other = other, ctx")
+
+    @property
+    def ctx(self) -> ReqContext:
+        return self.req.ctx
 
     @rule()
     def next_request(self) -> None:
         self.call_or_fail("T9", "on_request_finished", self.tier.on_request_finished, self.ctx,
                           source="t.on_request_finished(ctx)")
-        self._new_request()
+        self.req = self._new_request()
 
     @rule(data=st.data())
     def end_step(self, data: st.DataObject) -> None:
@@ -161,15 +181,17 @@ class TierMachine(ConformanceMachine):
         and the keys answered ``RETRY`` in this request are asked again, as vLLM's scheduler
         asks a waiting request's."""
         self.poll()
-        promotions, self.promotions = self.promotions, []
-        if promotions:
-            self._load(promotions, owed=False)
+        for _ in range(2):  # one load per request, as vLLM batches each request's promotions
+            promotions, self.req.promotions = self.req.promotions, []
+            if promotions:
+                self._load(promotions, owed=False)
+            self._switch()
         end = ScheduleEndContext(new_req_ids=[], preempted_req_ids=[])
         self.call_or_fail("T9", "on_schedule_end", self.tier.on_schedule_end, end,
                           source="t.on_schedule_end(ScheduleEndContext(new_req_ids=[], preempted_req_ids=[]))")
         time.sleep(STEP_SECONDS)
         self.log.add(f"time.sleep({STEP_SECONDS})")
-        retry, self.retry = self.retry, []
+        retry, self.req.retry = self.req.retry, []
         self._lookups(data, retry)
 
     @rule(data=st.data())
@@ -186,6 +208,8 @@ class TierMachine(ConformanceMachine):
         stored (cascaded) in one job."""
         # Requests share prefixes, as prompts do: chunks from the start of one of two chains,
         # so what one request stores the next finds (hits, loads, evictions under them).
+        if data.draw(st.booleans(), label="the other request"):
+            self._switch()
         start = data.draw(st.sampled_from([0, 0, 0, KEYS // 2]), label="chain")
         keys = self.keys[start:start + data.draw(st.integers(1, 4), label="chunks")]
         store_rest = data.draw(st.booleans(), label="store the rest")
@@ -208,7 +232,7 @@ class TierMachine(ConformanceMachine):
         if hits and when == "now":
             self._load(hits, owed=True)
         elif when != "never":
-            self.promotions.extend(k for k in hits if k not in self.promotions)
+            self.req.promotions.extend(k for k in hits if k not in self.req.promotions)
         return hits
 
     def _lookup(self, key: bytes) -> bool:
@@ -219,13 +243,13 @@ class TierMachine(ConformanceMachine):
         if answer not in _ANSWERS:
             self.fail("T7", f"lookup answered {answer!r}, not a LookupResult")
         if answer is LookupResult.RETRY:
-            self.retry.append(key)
+            self.req.retry.append(key)
         if answer is not LookupResult.HIT:
             return False
         fault = self.model.hit_allowed(key)
         if fault:
             self.fail("T7", fault)
-        self.hits.append(key)
+        self.req.hits.append(key)
         return True
 
     @rule(data=st.data())
@@ -250,7 +274,7 @@ class TierMachine(ConformanceMachine):
     def load_earlier_hits(self, data: st.DataObject) -> None:
         """A load of keys answered ``HIT`` earlier in this request (it may fail: calls came between)."""
         picks = data.draw(st.lists(st.integers(0, KEYS - 1), min_size=1, max_size=3, unique=True), label="hits")
-        hits = list(dict.fromkeys(self.hits))  # (draws must not depend on answers: see _lookups)
+        hits = list(dict.fromkeys(self.req.hits))  # (draws must not depend on answers: see _lookups)
         if hits:
             self._load(list(dict.fromkeys(hits[i % len(hits)] for i in picks)), owed=False)
 
@@ -320,7 +344,7 @@ class TierMachine(ConformanceMachine):
         self.exercised("T13")
         self.call_or_fail("T9", "on_request_finished", self.tier.on_request_finished, self.ctx,
                           source="t.on_request_finished(ctx)")
-        self._new_request()
+        self.req = self._new_request()
         for _ in range(KEEP_STEPS):
             answers = {key: self.call_or_fail("T7", "lookup", self.tier.lookup, key, self.ctx) for key in keys}
             keys = [key for key, answer in answers.items() if answer is LookupResult.RETRY]
