@@ -769,6 +769,8 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _FS + "io.py|114:12|core/NumberReplacer#19": (EQUIVALENT, (
         "mode 0o643 for 0o644 on the temporary file: the tier's own process reads and writes it as its owner "
         "either way")),
+    _AL + "229:49|core/ReplaceComparisonOperator_Is_IsNot#6": (UNREACHABLE, _IO_FAULT.format(
+        what="mark_miss, which the file-system tier calls for a failed load's keys only")),
     _AL + "109:53|core/ReplaceBinaryOperator_BitOr_FloorDiv#0": (EQUIVALENT, (
         "inside the annotation of an attribute assigned in __init__ (`self._lookup_queue: ... | None = ...`): "
         "annotations of attribute targets in a function body are never evaluated")),

@@ -169,9 +169,12 @@ class TierMachine(ConformanceMachine):
 
     @rule()
     def next_request(self) -> None:
+        """The current request finishes and a new one arrives; the older of the two in flight
+        becomes the current one (so that each finishes in turn, some of their keys shared)."""
         self.call_or_fail("T9", "on_request_finished", self.tier.on_request_finished, self.ctx,
                           source="t.on_request_finished(ctx)")
         self.req = self._new_request()
+        self._switch()
 
     @rule(data=st.data())
     def end_step(self, data: st.DataObject) -> None:
