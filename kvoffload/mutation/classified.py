@@ -774,10 +774,6 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     _AL + "109:53|core/ReplaceBinaryOperator_BitOr_FloorDiv#0": (EQUIVALENT, (
         "inside the annotation of an attribute assigned in __init__ (`self._lookup_queue: ... | None = ...`): "
         "annotations of attribute targets in a function body are never evaluated")),
-    _AL + "183:49|core/ReplaceComparisonOperator_NotEq_Is#0": (NOT_EQUIVALENT, (
-        "flush compares a key's lookup generation by identity: CPython shares ints only up to 256, so past 256 "
-        "generations every key is skipped and its lookup answers RETRY for ever; an example makes far fewer "
-        "(a gap, as the manager's sizes above 256 were: a large example for tiers would need 257 lookups)")),
     _AL + "100:32|core/NumberReplacer#1": (EQUIVALENT, (
         "lookup generations start at -1 instead of 0: they are only compared with each other")),
     _AL + "127:4|core/RemoveDecorator#1": (EQUIVALENT, (
