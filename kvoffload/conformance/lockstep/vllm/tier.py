@@ -47,8 +47,9 @@ KEYS = 8
 #: Seconds an engine step lasts between ``on_schedule_end`` and the next lookups (a tier
 #: that looks keys up on a thread, as vLLM's file-system tier does, answers by then).
 STEP_SECONDS = 0.002
-#: Steps a tier may answer ``RETRY`` for a key it must keep (T13) before that counts as losing it.
-KEEP_STEPS = 50
+#: Seconds of steps a tier may answer ``RETRY`` for a key it must keep (T13) before that counts
+#: as losing it (generous: a loaded machine may run a lookup thread late).
+KEEP_SECONDS = 2.0
 #: Answers a secondary tier may give (vLLM's docstring); anything else is T7.
 _ANSWERS = (LookupResult.HIT, LookupResult.MISS, LookupResult.RETRY, LookupResult.HIT_PENDING)
 
@@ -340,7 +341,7 @@ class TierMachine(ConformanceMachine):
 
     def _kept(self) -> None:
         """T13, with nothing in flight: a new request finds every key the tier must keep,
-        asked again a step later while it answers ``RETRY`` (up to ``KEEP_STEPS`` steps)."""
+        asked again a step later while it answers ``RETRY`` (for up to ``KEEP_SECONDS``)."""
         keys = self.model.must_keep()
         if not keys:
             return
@@ -348,11 +349,12 @@ class TierMachine(ConformanceMachine):
         self.call_or_fail("T9", "on_request_finished", self.tier.on_request_finished, self.ctx,
                           source="t.on_request_finished(ctx)")
         self.req = self._new_request()
-        for _ in range(KEEP_STEPS):
+        deadline = time.monotonic() + KEEP_SECONDS
+        while True:
             answers = {key: self.call_or_fail("T7", "lookup", self.tier.lookup, key, self.ctx) for key in keys}
             keys = [key for key, answer in answers.items() if answer is LookupResult.RETRY]
             lost = [key for key, answer in answers.items() if answer not in (LookupResult.HIT, LookupResult.RETRY)]
-            if lost or not keys:
+            if lost or not keys or time.monotonic() > deadline:
                 break
             self.tier.on_schedule_end(ScheduleEndContext(new_req_ids=[], preempted_req_ids=[]))
             time.sleep(STEP_SECONDS)
@@ -360,7 +362,7 @@ class TierMachine(ConformanceMachine):
         self.log.add(f"[t.lookup(k, ctx) for k in {self._names(list(answers))}]  # {[a.name for a in answers.values()]}")
         if lost or keys:
             self.fail("T13", f"a tier never given more than its capacity's keys answered "
-                             f"{'MISS' if lost else f'RETRY for {KEEP_STEPS} steps'} for {len(lost or keys)} key(s) "
+                             f"{'MISS' if lost else f'RETRY for {KEEP_SECONDS} s of steps'} for {len(lost or keys)} key(s) "
                              f"it had reported stored, with nothing in flight")
 
     def _settled_events(self) -> None:
