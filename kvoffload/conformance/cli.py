@@ -8,6 +8,7 @@ or the arguments are wrong.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import click
@@ -67,10 +68,12 @@ def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., 
     return decorate
 
 
-def _run(kind: str, factory: str, **options: Any) -> None:
-    """``run_conformance`` with the command's options (named as its keywords) and report."""
+def _run(kind: str, factory: str, check: Callable[..., Any] | None = None, **options: Any) -> None:
+    """``check`` (default: ``run_conformance`` of ``kind``) with the command's options (named
+    as its keywords), and the report."""
+    check = check or partial(run_conformance, kind)
     try:
-        result = run_conformance(kind, load_factory(factory), progress=True, source=factory, **options)
+        result = check(load_factory(factory), progress=True, source=factory, **options)
     except TargetSetupError as error:
         click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
         raise SystemExit(2) from None
@@ -114,13 +117,7 @@ def policy(factory: str, **options: Any) -> None:
 def tier(factory: str, **options: Any) -> None:
     """A vLLM secondary tier (SecondaryTierManager): T7-T13. FACTORY is called
     f(primary_kv_view=, workdir=, num_blocks=, enable_events=)."""
-    try:
-        result = check_vllm_tier(load_factory(factory), progress=True, source=factory, **options)
-    except TargetSetupError as error:
-        click.echo(f"Error: the factory could not build a tier: {error}", err=True)
-        raise SystemExit(2) from None
-    click.echo(result.report())
-    raise SystemExit(0 if result.ok else 1)
+    _run("tier", factory, check_vllm_tier, **options)
 
 
 conform.help = (conform.help or "") + "\n\nDefault budgets (examples x steps): " + ", ".join(

@@ -170,7 +170,6 @@ class KVOffloadRedisTier(_TierAdapter):
         self.tier = RedisTier(table, self.block_size_bytes, digest, io_threads=io_threads)
 
 
-
 def standalone_spec(row_bytes: int, enable_events: bool = False, model: str = "kvoffload-standalone") -> Any:
     """An ``OffloadingSpec`` to build a secondary tier with outside a vLLM engine (conformance
     checks, mutation testing, benchmarks): vLLM's CPU spec over a one-group config whose

@@ -50,6 +50,8 @@ STEP_SECONDS = 0.002
 #: Seconds of steps a tier may answer ``RETRY`` for a key it must keep (T13) before that counts
 #: as losing it (generous: a loaded machine may run a lookup thread late).
 KEEP_SECONDS = 2.0
+#: The source of the call that ends a step, in reproductions.
+_END_OF_STEP = "t.on_schedule_end(ScheduleEndContext(new_req_ids=[], preempted_req_ids=[]))"
 #: Answers a secondary tier may give (vLLM's docstring); anything else is T7.
 _ANSWERS = (LookupResult.HIT, LookupResult.MISS, LookupResult.RETRY, LookupResult.HIT_PENDING)
 
@@ -190,13 +192,16 @@ class TierMachine(ConformanceMachine):
             if promotions:
                 self._load(promotions, owed=False)
             self._switch()
-        end = ScheduleEndContext(new_req_ids=[], preempted_req_ids=[])
-        self.call_or_fail("T9", "on_schedule_end", self.tier.on_schedule_end, end,
-                          source="t.on_schedule_end(ScheduleEndContext(new_req_ids=[], preempted_req_ids=[]))")
-        time.sleep(STEP_SECONDS)
-        self.log.add(f"time.sleep({STEP_SECONDS})")
+        self._end_of_step(log=True)
         retry, self.req.retry = self.req.retry, []
         self._lookups(data, retry)
+
+    def _end_of_step(self, log: bool) -> None:
+        """``on_schedule_end``, then an engine step's time (logged as two lines when ``log``)."""
+        end = ScheduleEndContext(new_req_ids=[], preempted_req_ids=[])
+        self.call_or_fail("T9", "on_schedule_end", self.tier.on_schedule_end, end, source=(
+            f"{_END_OF_STEP}; time.sleep({STEP_SECONDS})" if log else ""))
+        time.sleep(STEP_SECONDS)
 
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
@@ -349,17 +354,26 @@ class TierMachine(ConformanceMachine):
         self.call_or_fail("T9", "on_request_finished", self.tier.on_request_finished, self.ctx,
                           source="t.on_request_finished(ctx)")
         self.req = self._new_request()
+        asked, rounds = self._names(keys), 0
         deadline = time.monotonic() + KEEP_SECONDS
         while True:
+            rounds += 1
             answers = {key: self.call_or_fail("T7", "lookup", self.tier.lookup, key, self.ctx) for key in keys}
             keys = [key for key, answer in answers.items() if answer is LookupResult.RETRY]
             lost = [key for key, answer in answers.items() if answer not in (LookupResult.HIT, LookupResult.RETRY)]
             if lost or not keys or time.monotonic() > deadline:
                 break
-            self.tier.on_schedule_end(ScheduleEndContext(new_req_ids=[], preempted_req_ids=[]))
-            time.sleep(STEP_SECONDS)
+            self._end_of_step(log=False)
         self.step()
-        self.log.add(f"[t.lookup(k, ctx) for k in {self._names(list(answers))}]  # {[a.name for a in answers.values()]}")
+        self.log.add("\n".join((  # the rounds as the judge asked them: keys still at RETRY, a step later
+            f"keys = {asked}",
+            f"for _ in range({rounds}):",
+            f"    answers = [t.lookup(k, ctx) for k in keys]  # the last: {[a.name for a in answers.values()]}",
+            "    if LookupResult.RETRY not in answers or any(a not in (LookupResult.HIT, LookupResult.RETRY) "
+            "for a in answers):",
+            "        break",
+            "    keys = [k for k, a in zip(keys, answers) if a is LookupResult.RETRY]",
+            f"    {_END_OF_STEP}; time.sleep({STEP_SECONDS})")))
         if lost or keys:
             self.fail("T13", f"a tier never given more than its capacity's keys answered "
                              f"{'MISS' if lost else f'RETRY for {KEEP_SECONDS} s of steps'} for {len(lost or keys)} key(s) "
