@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import io
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import click
@@ -198,3 +198,100 @@ def test_the_side_by_side_table_puts_vllm_019_among_the_batch_api_runs() -> None
     console = Console(record=True, width=300, file=io.StringIO())
     print_comparisons(console, "t", [Comparison("w", 10, "lru", [r for r in runs if r.label != "vLLM 0.19"], [], 100)])
     assert "(batch)" in console.export_text() and "vLLM 0.19" not in console.export_text()
+
+
+def test_median_of_takes_the_lower_middle_value() -> None:
+    from kvoffload.impl.bench.conventions import median_of
+
+    assert median_of([5.0]) == 5.0
+    assert median_of([9.0, 1.0, 4.0]) == 4.0
+    assert median_of([9.0, 1.0, 4.0, 7.0]) == 4.0  # a value one round measured, not a mean
+
+
+def test_median_run_takes_each_phase_median_and_keeps_every_rounds_total() -> None:
+    from kvoffload.impl.bench.conventions import Run, median_run
+
+    rounds = []
+    for lookup, store in ((100, 900), (300, 500), (200, 700)):
+        run = Run("kvoffload", "batch API", blocks=10, hits=4, answers=[(4, None)])
+        run.ns.update(lookup=lookup, store=store)
+        rounds.append(run)
+    one = median_run(rounds)
+    assert (one.ns["lookup"], one.ns["store"], one.ns["load"]) == (200, 700, 0)  # each phase on its own
+    assert one.rounds == [100.0, 80.0, 90.0] and one.spread() == " (80–100)"
+    assert (one.blocks, one.hits, one.answers) == (10, 4, [(4, None)])
+
+
+def test_repeated_compare_takes_each_phase_median_and_runs_the_reference_once() -> None:
+    """``compare(repeat=3)``: every contender three rounds in turn (the reference one), each
+    phase of the result the median of its rounds, every round's total kept for the spread."""
+    requests = Workload(400, 16, seed=6, suffix=bytes(4)).requests(2_000)
+    built: list[str] = []
+
+    def counted(label: str, make: Any) -> Any:
+        def build() -> Any:
+            built.append(label)
+            return make()
+        return build
+
+    chosen = [
+        Contender("kvoffload", "batch API", counted("kvoffload", lambda: CPUOffloadingManager(400, policy="lru")),
+                  True),
+        Contender("floor (OrderedDict LRU)", "batch API", counted("floor", lambda: FloorLRU(400)), True),
+        Contender("reference", "batch API", counted("reference", lambda: ReferenceManager(400, policy="lru")), True),
+    ]
+    runs, differs = compare(requests, 400, "lru", None, reference=True, chosen=chosen, repeat=3)
+    assert differs == []
+    assert built == ["kvoffload", "floor", "reference", "kvoffload", "floor", "kvoffload", "floor"]  # in turn
+    ours, floor, reference = runs
+    assert len(ours.rounds) == 3 and len(floor.rounds) == 3 and reference.rounds == []
+    assert ours.spread() == f" ({min(ours.rounds):.0f}–{max(ours.rounds):.0f})" and reference.spread() == ""
+    assert ours.answers == floor.answers == reference.answers and len(ours.answers) == len(requests)
+
+
+def test_a_contender_answering_a_later_round_otherwise_fails_the_comparison() -> None:
+    """The rounds drive the same requests: a manager whose second round misses a hit the
+    first had (here: a reference-model variant built only for round 2) is reported with the
+    round and the request, and ``print_comparisons`` fails on it (it is never "may differ")."""
+    requests = Workload(400, 16, seed=5, suffix=bytes(4)).requests(2_000)
+    builds: Iterator[Callable[[], ReferenceManager]] = iter(
+        [lambda: ReferenceManager(400, policy="lru"), lambda: _ReferenceMissingAHit(400, "lru", wrong_at=3)])
+    chosen = [
+        Contender("kvoffload", "batch API", lambda: CPUOffloadingManager(400, policy="lru"), True),
+        Contender("floor (OrderedDict LRU)", "batch API", lambda: next(builds)(), False),
+    ]
+    runs, differs = compare(requests, 400, "lru", None, reference=False, chosen=chosen, repeat=2)
+    assert len(differs) == 1 and differs[0].startswith(
+        "floor (OrderedDict LRU) (batch API) answered round 2 unlike round 1, at request ")
+    assert ": hits " in differs[0] and ", round 1 " in differs[0]
+    comparison = Comparison("unstable", 400, "lru", runs, differs, sum(map(len, requests)))
+    with pytest.raises(click.ClickException, match="answered round 2 unlike round 1"):
+        print_comparisons(Console(file=io.StringIO()), "unstable", [comparison])
+
+
+def test_repeated_per_operation_table_holds_later_rounds_to_the_first() -> None:
+    """``_batch_configs(repeat=2)``: the median of two rounds per operation, the reference in
+    the first alone; a production manager whose second round answers otherwise fails the
+    bench naming the round, the configuration and the call."""
+    built = {"impl": 0}
+
+    def make(capacity: int) -> Any:
+        built["impl"] += 1
+        return CPUOffloadingManager(capacity, policy="lru")
+
+    build = {"impl": make, "ref": lambda c: ReferenceManager(c, policy="lru")}
+    console = Console(file=io.StringIO())
+    results = _batch_configs(console, [512], [16], ["lru"], ["steady"], 1_000, 10**6, 0, False, build, repeat=2)
+    timer = results[0]["timers"]["impl"]
+    assert len(timer.rounds) == 2 and timer.spread().startswith(" (")
+    assert results[0]["timers"]["ref"].rounds == [results[0]["timers"]["ref"].total()]  # one round
+    assert results[0]["agreed"] > 100 and built["impl"] == 3  # the warm pass and two rounds
+
+    rounds: Iterator[Callable[[int], Any]] = iter(
+        [lambda c: CPUOffloadingManager(c, policy="lru"), lambda c: CPUOffloadingManager(c, policy="lru"),
+         lambda c: _ReferenceMissingAHit(c, "lru", wrong_at=4)])
+    unstable = {"impl": lambda c: next(rounds)(c)}
+    with pytest.raises(click.ClickException) as failed:
+        _batch_configs(console, [512], [16], ["lru"], ["steady"], 1_000, 10**6, 0, False, unstable, repeat=2)
+    assert "impl answered round 2 unlike round 1 at capacity 512 lru batch 16 steady, call " in failed.value.message
+    assert "round 2's lookup answered" in failed.value.message and "round 1's lookup answered" in failed.value.message

@@ -3,7 +3,7 @@ vLLM 0.32's ``CPUOffloadingManager`` (LRU, ARC) and policies, an outside author'
 manager (``outside_manager.py``), and bugs planted in both, each caught with its clause.
 
 Budgets are below the CLI's defaults to keep the lane short; the default-budget runs of
-vLLM's own parts are in the README (seconds measured there)."""
+vLLM's own parts are in docs/conformance.md (seconds measured there)."""
 
 from __future__ import annotations
 

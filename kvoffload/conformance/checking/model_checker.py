@@ -17,7 +17,7 @@ transition out of every reachable state (up to ``depth`` when given) is judged, 
 state is kept once, and a violation is reported as the SHORTEST call sequence reaching
 it, read off the parent pointers and replayed on a fresh model and target (so the
 reproduction is checked once more without copies). Soundness rests on two assumptions,
-both stated in the README: the target is deterministic in the calls it received, and
+both stated in docs/model-checking.md: the target is deterministic in the calls it received, and
 its behaviour depends on a hash only through equality and the relations the alphabet
 models (every free hash shares one 16-byte head; the distinguished hash is that head, a
 prefix of each), so renaming the free hashes maps behaviours onto behaviours. A level's

@@ -20,6 +20,14 @@ Every manager runs in a pass of its own over the same requests (nothing another 
 built alive in the heap while it is timed); every request's answer (hits, and a digest of
 the keys to store and the evicted keys, or a refusal) is recorded, and the recorded answers
 of managers that must agree are compared afterwards, request by request.
+
+**Repeats** (``compare(repeat=N)``, the benches' ``--repeat``): the passes run in rounds,
+every contender once per round in the same order, so that a slow spell of a shared machine
+(one pass of the same floor read 471 and 572 ns per block in one run) falls on different
+contenders in different rounds; each contender's figures are then the median of its
+rounds, phase by phase, with the least and greatest total beside them. A contender must
+answer every round as it did the first (the requests are the same): otherwise the run
+fails naming the round and the request.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from typing import Any
 from .floor import FloorLRU, FloorLRUPerKey
 
 __all__ = ["PHASES", "Contender", "Run", "VllmCalls", "compare", "contenders", "first_difference",
-           "vllm_calls", "warm"]
+           "median_of", "vllm_calls", "warm"]
 
 PHASES = ("lookup", "load", "store", "finish")
 #: One request's answer: hits, then (keys to store, evicted keys), or ``None`` if refused.
@@ -60,10 +68,17 @@ class Run:
     blocks: int = 0
     hits: int = 0
     answers: list[Recorded] = field(default_factory=list)
+    #: Total ns per block of each round this run is the median of (``median_run``); empty
+    #: for a single pass.
+    rounds: list[float] = field(default_factory=list)
 
     def per_block(self, phase: str | None = None) -> float:
         spent = sum(self.ns.values()) if phase is None else self.ns[phase]
         return spent / self.blocks if self.blocks else float("nan")
+
+    def spread(self) -> str:
+        """" (least–greatest)" of the rounds' totals per block, or "" for a single pass."""
+        return f" ({min(self.rounds):.0f}–{max(self.rounds):.0f})" if len(self.rounds) > 1 else ""
 
     @property
     def hit_ratio(self) -> float:
@@ -297,26 +312,26 @@ def record(answer: Answer) -> Recorded:
     return hits, (len(store[0]), len(store[1]), digest.digest())
 
 
-def _describe(got: Recorded, want: Recorded) -> str:
+def _describe(got: Recorded, want: Recorded, whom: str) -> str:
     if got[0] != want[0]:
-        return f"hits {got[0]}, kvoffload {want[0]}"
+        return f"hits {got[0]}, {whom} {want[0]}"
     if got[1] is None or want[1] is None:
-        return f"store {'refused' if got[1] is None else 'accepted'}, kvoffload's " + (
+        return f"store {'refused' if got[1] is None else 'accepted'}, {whom}'s " + (
             "refused" if want[1] is None else "accepted")
     (stored, evicted, _), (want_stored, want_evicted, _) = got[1], want[1]
     if (stored, evicted) != (want_stored, want_evicted):
-        return f"{stored} keys to store and {evicted} evicted, kvoffload {want_stored} and {want_evicted}"
-    return f"other keys to store or evicted ({stored} and {evicted}, as many as kvoffload's)"
+        return f"{stored} keys to store and {evicted} evicted, {whom} {want_stored} and {want_evicted}"
+    return f"other keys to store or evicted ({stored} and {evicted}, as many as {whom}'s)"
 
 
-def first_difference(got: Sequence[Recorded], want: Sequence[Recorded]) -> str | None:
-    """Where the recorded answers ``got`` first differ from ``want`` (kvoffload's), and
-    how; ``None`` where they are equal."""
+def first_difference(got: Sequence[Recorded], want: Sequence[Recorded], whom: str = "kvoffload") -> str | None:
+    """Where the recorded answers ``got`` first differ from ``want`` (``whom``'s: kvoffload's,
+    or a contender's own first round), and how; ``None`` where they are equal."""
     for number, (mine, theirs) in enumerate(zip(got, want)):
         if mine != theirs:
-            return f"request {number}: {_describe(mine, theirs)}"
+            return f"request {number}: {_describe(mine, theirs, whom)}"
     if len(got) != len(want):
-        return f"{len(got)} answers, kvoffload {len(want)}"
+        return f"{len(got)} answers, {whom} {len(want)}"
     return None
 
 
@@ -381,6 +396,43 @@ def run_pass(contender: Contender, requests: Sequence[list[bytes]], capacity: in
     return run
 
 
+def median_of(values: Sequence[float]) -> float:
+    """The median (the lower middle value of an even count: a figure one round measured)."""
+    return sorted(values)[(len(values) - 1) // 2]
+
+
+def median_run(rounds: Sequence[Run]) -> Run:
+    """One contender's rounds over the same requests as one run: each phase's median, the
+    first round's answers (the others were held to them), every round's total in ``rounds``."""
+    first = rounds[0]
+    run = Run(first.label, first.convention, blocks=first.blocks, hits=first.hits, answers=first.answers)
+    run.ns = {phase: int(median_of([r.ns[phase] for r in rounds])) for phase in PHASES}
+    run.rounds = [r.per_block() for r in rounds]
+    return run
+
+
+def _rounds(chosen: Sequence[Contender], requests: Sequence[list[bytes]], capacity: int,
+            calls: VllmCalls | None, repeat: int) -> tuple[list[list[Run]], list[str]]:
+    """``repeat`` rounds of one pass per contender (the reference's answers, its only use,
+    in the first round alone); each later round's answers held to the first's. Returns
+    every contender's runs and, for each that answered a round otherwise, where."""
+    runs: list[list[Run]] = [[] for _ in chosen]
+    unstable = []
+    for number in range(repeat):
+        for contender, mine in zip(chosen, runs):
+            if number and contender.label == "reference":
+                continue
+            run = run_pass(contender, requests, capacity, calls)
+            if number:
+                where = first_difference(run.answers, mine[0].answers, "round 1")
+                if where is not None:
+                    unstable.append(f"{contender.label} ({contender.convention}) answered round {number + 1} "
+                                    f"unlike round 1, at {where}")
+                run.answers = []  # held to the first round's: not kept
+            mine.append(run)
+    return runs, unstable
+
+
 def compare(
     requests: Sequence[list[bytes]],
     capacity: int,
@@ -388,6 +440,7 @@ def compare(
     calls: VllmCalls | None,
     reference: bool,
     chosen: Sequence[Contender] | None = None,
+    repeat: int = 1,
 ) -> tuple[list[Run], list[str]]:
     """Each contender (``contenders``, or ``chosen``) in a pass of its own over
     ``requests`` (``run_pass``); the previous pass's manager is gone and collected before
@@ -405,17 +458,20 @@ def compare(
     Returns the runs and, for each run whose recorded answers differ from kvoffload's
     through vLLM's interface (or through the batch API without vLLM), its label, and
     where it must agree, the first request that differs and how; "(may differ)" is
-    appended where it is allowed to differ (another algorithm)."""
+    appended where it is allowed to differ (another algorithm).
+
+    ``repeat`` > 1: that many rounds (module docstring), each run the median of its
+    contender's rounds; a contender that answered a round unlike its first is listed too,
+    with the round and the request, and never "(may differ)"."""
     warm(policy)
     chosen = contenders(capacity, policy, calls, reference) if chosen is None else chosen
-    runs = []
-    for contender in chosen:  # each pass's manager is freed when run_pass returns
-        runs.append(run_pass(contender, requests, capacity, calls))
+    # each pass's manager is freed when run_pass returns
+    rounds, differs = _rounds(chosen, requests, capacity, calls, repeat)
+    runs = [median_run(mine) if len(mine) > 1 else mine[0] for mine in rounds]
     # kvoffload through vLLM's interface leads; every other run is held to kvoffload of
     # its own convention (the batch API's kvoffload to the lead).
     lead = next(run for run in runs if run.label == "kvoffload")
     leads = {run.convention: run for run in reversed(runs) if run.label == "kvoffload"}
-    differs = []
     for contender, run in zip(chosen, runs):
         own = lead if run.label == "kvoffload" else leads.get(run.convention, lead)
         where = None if run is lead else first_difference(run.answers, own.answers)

@@ -94,8 +94,13 @@ def print_comparisons(console: Any, title: str, comparisons: list[Comparison]) -
     for c in comparisons:
         for run in c.runs:
             phases.add_row(c.workload, f"{c.capacity:,}", c.policy, run.label, run.convention,
-                           *[f"{run.per_block(p):.0f}" for p in PHASES], f"{run.per_block():.0f}")
+                           *[f"{run.per_block(p):.0f}" for p in PHASES], f"{run.per_block():.0f}{run.spread()}")
     console.print(phases)
+    rounds = max((len(run.rounds) for c in comparisons for run in c.runs), default=0)
+    if rounds > 1:
+        console.print(f"Repeated: every figure is the median of {rounds} rounds (each contender once per round, "
+                      "in turn; the reference in the first alone), phase by phase; 'all' gives the least and "
+                      "greatest round in brackets.")
     bad = [f"{c.workload} {c.capacity:,} {c.policy}: {d}" for c in comparisons for d in c.differs
            if not d.endswith("(may differ)")]
     if bad:

@@ -26,7 +26,7 @@ from typing import Any
 
 import click
 
-from .conventions import CLOCK, collector_off, installed_vllm, prefill_requests, vllm_batch_manager, warm
+from .conventions import CLOCK, collector_off, installed_vllm, median_of, prefill_requests, vllm_batch_manager, warm
 from .plotting import pyplot
 
 OPS = ("lookup", "touch", "prepare_load", "complete_load", "prepare_store", "complete_store")
@@ -84,6 +84,8 @@ class Timer:
         self.ns = dict.fromkeys(OPS, 0)
         self.blocks = dict.fromkeys(OPS, 0)
         self.tick = _clock_tick()
+        #: Total ns per block of each round this timer is the median of (``median_timer``).
+        self.rounds: list[float] = []
 
     def run(self, op: str, call: Callable[[], Any], blocks: int) -> Any:
         start = CLOCK()
@@ -98,6 +100,20 @@ class Timer:
     def total(self) -> float:
         blocks = sum(self.blocks.values())
         return sum(self.ns.values()) / blocks if blocks else float("nan")
+
+    def spread(self) -> str:
+        """" (least–greatest)" of the rounds' totals (``median_timer``), "" for one pass."""
+        return f" ({min(self.rounds):.0f}–{max(self.rounds):.0f})" if len(self.rounds) > 1 else ""
+
+
+def median_timer(timers: Sequence[Timer]) -> Timer:
+    """Rounds of one manager over one configuration as one timer: each operation's median
+    time (the rounds made the same calls: equal blocks), every round's total in ``rounds``."""
+    out = Timer()
+    out.blocks = dict(timers[0].blocks)
+    out.ns = {op: int(median_of([t.ns[op] for t in timers])) for op in OPS}
+    out.rounds = [t.total() for t in timers]
+    return out
 
 
 class _VllmPerKeyManager:
@@ -295,15 +311,16 @@ def run_config(manager: Any, capacity: int, batch: int, scenario: str, blocks_bu
 
 
 def first_disagreement(got: Sequence[tuple[str, Any]], want: Sequence[tuple[str, Any]],
-                       who: str = "the reference") -> str | None:
-    """The first call at which ``who``'s recorded answers ``got`` differ from the
-    production manager's ``want`` (which call, what each answered); ``None`` if equal."""
+                       who: str = "the reference", whom: str = "the production manager") -> str | None:
+    """The first call at which ``who``'s recorded answers ``got`` differ from ``whom``'s
+    ``want`` (the production manager's, or a first round's): which call, what each
+    answered; ``None`` if equal."""
     for number, (mine, theirs) in enumerate(zip(got, want)):
         if mine != theirs:
             return (f"call {number}: {who}'s {mine[0]} answered {mine[1]!r}, "
-                    f"the production manager's {theirs[0]} answered {theirs[1]!r}")
+                    f"{whom}'s {theirs[0]} answered {theirs[1]!r}")
     if len(got) != len(want):
-        return f"{who} made {len(got)} calls, the production manager {len(want)}"
+        return f"{who} made {len(got)} calls, {whom} {len(want)}"
     return None
 
 
@@ -395,42 +412,101 @@ def _warm_passes(batches: list[int], scenarios: list[str], policies: list[str], 
 
 def _batch_configs(console: Any, caps: list[int], batches: list[int], policies: list[str],
                    scenarios: list[str], blocks_budget: int, check_limit: int, seed: int,
-                   with_vllm: bool, build: dict[str, Callable[[int], Any]] | None = None) -> list[dict[str, Any]]:
+                   with_vllm: bool, build: dict[str, Callable[[int], Any]] | None = None,
+                   repeat: int = 1) -> list[dict[str, Any]]:
     """The per-operation table's configurations: every manager (``builders``, or
     ``build``) in passes of its own (``manager_passes``), then the reference's recorded
     answers compared with the production manager's; raises ``ClickException`` at the
     first call where they differ. vLLM's manager (another implementation, whose ARC is
-    another algorithm) is timed on the same workload and not compared here."""
-    results: list[dict[str, Any]] = []
+    another algorithm) is timed on the same workload and not compared here.
+
+    ``repeat`` > 1: the whole sweep (every capacity and policy) runs that many rounds, so
+    that a slow spell of the machine falls on other configurations in other rounds (the
+    reference in the first round alone: its answers are its use); each figure is the median
+    of its rounds (``median_timer``), and a manager that answers a round unlike its first
+    fails the bench."""
     _warm_passes(batches, scenarios, policies, seed, build)
-    for capacity in caps:
-        # Each configuration sees roughly the same number of blocks, at least a few
-        # requests, and at large capacities enough to leave the caches.
-        configs = [(batch, scenario, max(blocks_budget, 8 * batch))
-                   for batch in batches if batch * 4 <= capacity for scenario in scenarios]
-        if not configs:
-            continue
-        for policy in policies:
+    sweep = [(capacity, policy, _configs(capacity, batches, scenarios, blocks_budget))
+             for capacity in caps for policy in policies]
+    sweep = [(capacity, policy, configs) for capacity, policy, configs in sweep if configs]
+    rounds: list[list[dict[str, list[Pass]]]] = [[] for _ in sweep]
+    for number in range(repeat):
+        for (capacity, policy, configs), mine in zip(sweep, rounds):
             makers = build if build is not None else builders(policy, capacity <= check_limit, with_vllm)
-            passes = {name: manager_passes(name, make, capacity, configs, seed) for name, make in makers.items()}
-            held = {"ref": "the reference"} if "ref" in passes else {}
-            if "vllm" in passes and _vllm_agrees(policy):
-                held["vllm"] = vllm_label()
-            for number, config in enumerate(configs):
-                by_name = {name: runs[number] for name, runs in passes.items()}
-                for name, who in held.items():
-                    where = first_disagreement(by_name[name].calls, by_name["impl"].calls, who)
-                    if where is not None:
-                        raise click.ClickException(
-                            f"{who} disagrees with the production manager at capacity {capacity:,} "
-                            f"{policy} batch {config[0]} {config[1]}, {where}")
-                results.append(_result(capacity, policy, config, by_name, "vllm" in held))
-                console.print(f"[dim]done: capacity {capacity:,} {policy} batch {config[0]} {config[1]}[/dim]")
+            makers = {name: make for name, make in makers.items() if not (number and name == "ref")}
+            mine.append({name: manager_passes(name, make, capacity, configs, seed) for name, make in makers.items()})
+            if number == 0:
+                _hold_to_production(mine[0], capacity, policy, configs)
+            else:
+                _hold_to_first_round(mine, capacity, policy, configs)
+            console.print(f"[dim]done: capacity {capacity:,} {policy}"
+                          f"{f', round {number + 1} of {repeat}' if repeat > 1 else ''}[/dim]")
+    return [row for (capacity, policy, configs), mine in zip(sweep, rounds)
+            for row in _results(capacity, policy, configs, mine)]
+
+
+def _configs(capacity: int, batches: list[int], scenarios: list[str], blocks_budget: int) -> list[tuple[int, str, int]]:
+    """A capacity's configurations: each sees roughly the same number of blocks, at least a
+    few requests, and at large capacities enough to leave the caches."""
+    return [(batch, scenario, max(blocks_budget, 8 * batch))
+            for batch in batches if batch * 4 <= capacity for scenario in scenarios]
+
+
+def _hold_to_first_round(rounds: list[dict[str, list[Pass]]], capacity: int, policy: str,
+                         configs: Sequence[tuple[int, str, int]]) -> None:
+    """A later round's passes must make the first round's calls and get its answers (the
+    same workload); raises ``ClickException`` at the first call that differs. The later
+    round's records are dropped once held (its timers are what it adds)."""
+    if len(rounds) < 2:
+        return
+    first, last = rounds[0], rounds[-1]
+    for name, passes in last.items():
+        for config, earlier, later in zip(configs, first[name], passes):
+            where = first_disagreement(later.calls, earlier.calls, f"round {len(rounds)}", "round 1")
+            if where is not None:
+                raise click.ClickException(f"{name} answered round {len(rounds)} unlike round 1 at capacity "
+                                           f"{capacity:,} {policy} batch {config[0]} {config[1]}, {where}")
+            later.calls = []
+
+
+def _held(policy: str, passes: dict[str, list[Pass]]) -> dict[str, str]:
+    """The managers whose answers must be the production manager's, by name: the reference,
+    and vLLM 0.19's LRU (``_vllm_agrees``)."""
+    held = {"ref": "the reference"} if "ref" in passes else {}
+    if "vllm" in passes and _vllm_agrees(policy):
+        held["vllm"] = vllm_label()
+    return held
+
+
+def _hold_to_production(passes: dict[str, list[Pass]], capacity: int, policy: str,
+                        configs: Sequence[tuple[int, str, int]]) -> None:
+    """The held managers' recorded answers (``_held``) compared with the production
+    manager's, configuration by configuration; ``ClickException`` at the first call that differs."""
+    for number, config in enumerate(configs):
+        for name, who in _held(policy, passes).items():
+            where = first_disagreement(passes[name][number].calls, passes["impl"][number].calls, who)
+            if where is not None:
+                raise click.ClickException(
+                    f"{who} disagrees with the production manager at capacity {capacity:,} "
+                    f"{policy} batch {config[0]} {config[1]}, {where}")
+
+
+def _results(capacity: int, policy: str, configs: Sequence[tuple[int, str, int]],
+             rounds: list[dict[str, list[Pass]]]) -> list[dict[str, Any]]:
+    """One row per configuration (``_result``), its timers the median of the rounds."""
+    held = _held(policy, rounds[0])
+    results = []
+    for number, config in enumerate(configs):
+        by_name = {name: runs[number] for name, runs in rounds[0].items()}
+        if len(rounds) > 1:
+            by_name = {name: Pass(median_timer([r[name][number].timer for r in rounds if name in r]),
+                                  one.calls, one.memory) for name, one in by_name.items()}
+        results.append(_result(capacity, policy, config, by_name, "vllm" in held))
     return results
 
 
 def _side_by_side(console: Any, capacities: list[int], batch: int, policies: list[str], blocks: int,
-                  check_limit: int, seed: int) -> None:
+                  check_limit: int, seed: int, repeat: int = 1) -> None:
     """The table users should read first: ns per block through vLLM's interface and
     through the batch API, every manager beside the floor, answers compared."""
     from .conventions import compare, vllm_calls
@@ -441,7 +517,8 @@ def _side_by_side(console: Any, capacities: list[int], batch: int, policies: lis
     for capacity in capacities:
         requests = Workload(capacity, batch, seed, suffix=bytes(4)).requests(blocks)
         for policy in policies:
-            runs, differs = compare(requests, capacity, policy, calls, capacity <= min(check_limit, 100_000))
+            runs, differs = compare(requests, capacity, policy, calls, capacity <= min(check_limit, 100_000),
+                                    repeat=repeat)
             comparisons.append(Comparison(f"shared prefixes, {batch}/request", capacity, policy, runs, differs,
                                           sum(map(len, requests))))
             console.print(f"[dim]done: side by side, capacity {capacity:,} {policy}[/dim]")
@@ -459,7 +536,8 @@ def _batch_row(r: dict[str, Any], with_vllm: bool) -> list[str]:
             cells.append(f"{value:.0f} (×{ref.per_block(op) / value:.0f})")
         else:
             cells.append(f"{value:.0f}")
-    row = [f"{r['capacity']:,}", r["policy"], str(r["batch"]), r["scenario"], *cells, f"{impl.total():.0f}"]
+    row = [f"{r['capacity']:,}", r["policy"], str(r["batch"]), r["scenario"], *cells,
+           f"{impl.total():.0f}{impl.spread()}"]
     row += [f"{ref.total():.0f}", f"×{ref.total() / impl.total():.1f}"] if ref else ["—", "—"]
     if with_vllm:
         row += [f"{vllm.total():.0f}", f"×{vllm.total() / impl.total():.1f}"] if vllm else ["—", "—"]
@@ -510,6 +588,9 @@ def _print_batch_table(console: Any, results: list[dict[str, Any]], with_vllm: b
               help="Keys per request in the side-by-side table.")
 @click.option("--interface-only", is_flag=True,
               help="Only the side-by-side table (skip the per-operation batch table).")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 99),
+              help="Rounds of every pass, in turn; each figure the median of its rounds, the least and "
+                   "greatest beside 'all' (the reference's answers: first round only).")
 def command(
     capacities: str,
     batch_sizes: str,
@@ -524,6 +605,7 @@ def command(
     interface_capacities: str,
     interface_batch: int,
     interface_only: bool,
+    repeat: int,
 ) -> None:
     """Every manager through vLLM's interface and the batch API beside the plain-Python
     floor; then the production manager per operation vs the reference model (and vLLM)."""
@@ -547,12 +629,16 @@ def command(
         warm(policy)
 
     _side_by_side(console, _ints(interface_capacities), interface_batch, policy_list, blocks_budget,
-                  check_limit, seed)
+                  check_limit, seed, repeat)
     if interface_only:
         return
     results = _batch_configs(console, caps, batches, policy_list, scenario_list, blocks_budget,
-                             check_limit, seed, with_vllm)
+                             check_limit, seed, with_vllm, repeat=repeat)
     _print_batch_table(console, results, with_vllm)
+    if repeat > 1:
+        console.print(f"Repeated: the whole sweep ran {repeat} rounds; every figure is the median of its rounds, "
+                      "operation by operation ('all ops': their sum per block, the least and greatest round in "
+                      "brackets); the reference ran the first round alone.")
     agreed = sum(r["agreed"] for r in results)
     checked = sum(1 for r in results if r["checked"])
     console.print(f"Answers of production and reference agreed on {agreed:,} calls "

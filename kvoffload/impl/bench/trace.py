@@ -32,8 +32,10 @@ DEFAULT_CAPACITY = 187_500
 @click.option("--reference/--no-reference", default=False, show_default=True,
               help="Also run the reference model (slow) and check its answers.")
 @click.option("--quick", is_flag=True, help="CI size: 40 requests, 10,000 blocks (< 1 min).")
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 99),
+              help="Rounds of every pass, in turn; each figure the median of its rounds.")
 def command(path: str, block_size: int, capacity: int, policies: str, limit: int | None,
-            reference: bool, quick: bool) -> None:
+            reference: bool, quick: bool, repeat: int) -> None:
     """Replay a Mooncake JSONL trace: ns per block through vLLM's interface and the batch API."""
     from rich.console import Console
 
@@ -52,7 +54,7 @@ def command(path: str, block_size: int, capacity: int, policies: str, limit: int
                   f"({time.perf_counter() - started:.1f} s to read and hash)[/dim]")
     comparisons = []
     for policy in [p.strip() for p in policies.split(",") if p.strip()]:
-        runs, differs = compare(requests, capacity, policy, calls, reference)
+        runs, differs = compare(requests, capacity, policy, calls, reference, repeat=repeat)
         comparisons.append(Comparison("trace", capacity, policy, runs, differs, blocks))
         console.print(f"[dim]done: {policy}[/dim]")
     print_comparisons(console, f"kvoffload bench trace {path} — ns per block, {len(requests):,} requests, "
