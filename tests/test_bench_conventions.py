@@ -295,3 +295,22 @@ def test_repeated_per_operation_table_holds_later_rounds_to_the_first() -> None:
         _batch_configs(console, [512], [16], ["lru"], ["steady"], 1_000, 10**6, 0, False, unstable, repeat=2)
     assert "impl answered round 2 unlike round 1 at capacity 512 lru batch 16 steady, call " in failed.value.message
     assert "round 2's lookup answered" in failed.value.message and "round 1's lookup answered" in failed.value.message
+
+
+def test_bench_manager_repeat_option_runs_rounds_in_both_tables() -> None:
+    """``kvoffload bench manager --repeat 2`` as a user runs it: both tables say they are
+    medians of 2 rounds, and the phase table's "all" carries the rounds' least and greatest."""
+    from click.testing import CliRunner
+
+    from kvoffload.cli import main
+
+    result = CliRunner().invoke(main, ["bench", "manager", "--capacities", "1e3", "--batch-sizes", "16",
+                                       "--scenarios", "steady", "--interface-capacities", "1e3", "--blocks", "400",
+                                       "--policies", "lru", "--no-cold-start", "--repeat", "2"],
+                                terminal_width=300)
+    assert result.exit_code == 0, result.output
+    assert "every figure is the median of 2 rounds" in result.output
+    assert "the whole sweep ran 2 rounds" in result.output
+    assert "round 2 of 2" in result.output
+    floor_row = next(line for line in result.output.splitlines() if "floor (OrderedDict LRU)" in line)
+    assert floor_row.rstrip(" │").endswith(")") and "–" in floor_row  # "all (least–greatest)"
