@@ -44,7 +44,7 @@ from typing import Any
 from .floor import FloorLRU, FloorLRUPerKey
 
 __all__ = ["PHASES", "Contender", "Run", "VllmCalls", "compare", "contenders", "first_difference",
-           "median_of", "vllm_calls", "warm"]
+           "median_of", "spread_of", "vllm_calls", "warm"]
 
 PHASES = ("lookup", "load", "store", "finish")
 #: One request's answer: hits, then (keys to store, evicted keys), or ``None`` if refused.
@@ -77,8 +77,8 @@ class Run:
         return spent / self.blocks if self.blocks else float("nan")
 
     def spread(self) -> str:
-        """" (least–greatest)" of the rounds' totals per block, or "" for a single pass."""
-        return f" ({min(self.rounds):.0f}–{max(self.rounds):.0f})" if len(self.rounds) > 1 else ""
+        """``spread_of`` the rounds' totals per block."""
+        return spread_of(self.rounds)
 
     @property
     def hit_ratio(self) -> float:
@@ -394,6 +394,11 @@ def run_pass(contender: Contender, requests: Sequence[list[bytes]], capacity: in
             run.hits += answer[0]
             run.blocks += len(keys)
     return run
+
+
+def spread_of(rounds: Sequence[float]) -> str:
+    """" (least–greatest)" of several rounds' figures, "" for a single pass."""
+    return f" ({min(rounds):.0f}–{max(rounds):.0f})" if len(rounds) > 1 else ""
 
 
 def median_of(values: Sequence[float]) -> float:

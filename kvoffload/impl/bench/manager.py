@@ -26,7 +26,8 @@ from typing import Any
 
 import click
 
-from .conventions import CLOCK, collector_off, installed_vllm, median_of, prefill_requests, vllm_batch_manager, warm
+from .conventions import (CLOCK, collector_off, installed_vllm, median_of, prefill_requests, spread_of,
+                          vllm_batch_manager, warm)
 from .plotting import pyplot
 
 OPS = ("lookup", "touch", "prepare_load", "complete_load", "prepare_store", "complete_store")
@@ -102,8 +103,8 @@ class Timer:
         return sum(self.ns.values()) / blocks if blocks else float("nan")
 
     def spread(self) -> str:
-        """" (least–greatest)" of the rounds' totals (``median_timer``), "" for one pass."""
-        return f" ({min(self.rounds):.0f}–{max(self.rounds):.0f})" if len(self.rounds) > 1 else ""
+        """``spread_of`` the rounds' totals (``median_timer``)."""
+        return spread_of(self.rounds)
 
 
 def median_timer(timers: Sequence[Timer]) -> Timer:
@@ -482,8 +483,9 @@ def _hold_to_production(passes: dict[str, list[Pass]], capacity: int, policy: st
                         configs: Sequence[tuple[int, str, int]]) -> None:
     """The held managers' recorded answers (``_held``) compared with the production
     manager's, configuration by configuration; ``ClickException`` at the first call that differs."""
+    held = _held(policy, passes)
     for number, config in enumerate(configs):
-        for name, who in _held(policy, passes).items():
+        for name, who in held.items():
             where = first_disagreement(passes[name][number].calls, passes["impl"][number].calls, who)
             if where is not None:
                 raise click.ClickException(
