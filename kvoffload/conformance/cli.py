@@ -59,9 +59,11 @@ POLICY_OPTIONS = (
 )
 
 
-def _options(with_policy: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _options(*options: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``options`` (each applied in turn: listed last first in ``--help``), then the factory argument."""
+
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        for option in OPTIONS + (POLICY_OPTIONS if with_policy else ()):
+        for option in options:
             command = option(command)
         return click.argument("factory", metavar="MODULE:FACTORY")(command)
 
@@ -84,7 +86,7 @@ def _run(kind: str, factory: str, check: Callable[..., Any] | None = None, **opt
 
 
 @conform.command()
-@_options(with_policy=True)
+@_options(*OPTIONS, *POLICY_OPTIONS)
 @click.option("--max-tracker-size", type=click.IntRange(min=1), default=None,
               help="With --store-threshold: passed to the factory too (N2's offer tracker; vLLM's default 64000).")
 @click.option("--store-threshold", type=click.IntRange(min=0), default=1, show_default=True,
@@ -96,24 +98,21 @@ def manager(factory: str, **options: Any) -> None:
 
 
 @conform.command()
-@_options(with_policy=False)
+@_options(*OPTIONS)
 def backend(factory: str, **options: Any) -> None:
     """A Backend: B1-B4."""
     _run("backend", factory, interface="contract", **options)
 
 
 @conform.command()
-@_options(with_policy=True)
+@_options(*OPTIONS, *POLICY_OPTIONS)
 def policy(factory: str, **options: Any) -> None:
     """A CachePolicy: P1-P6 (and L1-L3 / A1-A6 with --policy lru/arc; K8 for vLLM's interface)."""
     _run("policy", factory, **options)
 
 
 @conform.command()
-@click.argument("factory", metavar="MODULE:FACTORY")
-@OPTIONS[0]
-@OPTIONS[1]
-@OPTIONS[2]
+@_options(*reversed(OPTIONS[:3]))  # --seed, --steps, --max-examples (a tier has no strict mode)
 def tier(factory: str, **options: Any) -> None:
     """A vLLM secondary tier (SecondaryTierManager): T7-T13. FACTORY is called
     f(primary_kv_view=, workdir=, num_blocks=, enable_events=)."""

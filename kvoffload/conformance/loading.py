@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -18,6 +19,10 @@ class FactoryLoadError(click.UsageError):
     with status 2 and this message without catching it."""
 
 
+#: ``impl`` and ``reference``: where our own factory named ``{}`` (``lru_manager``, ``backend``, ...) is
+BUILTIN_SOURCES = {"impl": "kvoffload.impl.factories:{}", "reference": "kvoffload.conformance.factories:reference_{}"}
+
+
 def builtin_source(kind: str, target: str, policy: str = "lru") -> str:
     """The ``MODULE:FACTORY`` of our own ``kind`` (manager, backend, policy; handler: ``impl``
     only) for ``policy``: ``impl`` the production one, ``reference`` the model's; any
@@ -25,11 +30,7 @@ def builtin_source(kind: str, target: str, policy: str = "lru") -> str:
     if kind == "handler":
         return "kvoffload.impl.copy:build_cpu_handlers" if target == "impl" else target
     name = kind if kind == "backend" else f"{policy}_{kind}"
-    if target == "impl":
-        return f"kvoffload.impl.factories:{name}"
-    if target == "reference":
-        return f"kvoffload.conformance.factories:reference_{name}"
-    return target
+    return BUILTIN_SOURCES[target].format(name) if target in BUILTIN_SOURCES else target
 
 
 def call_source(function: str, arguments: Mapping[str, Any]) -> str:
@@ -50,11 +51,10 @@ def load_factory(spec: str) -> Callable[..., Any]:
         target: Any = importlib.import_module(module_name)
     except Exception as error:
         raise FactoryLoadError(f"cannot import module {module_name!r}: {type(error).__name__}: {error}") from error
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise FactoryLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    try:
+        target = functools.reduce(getattr, attribute.split("."), target)
+    except AttributeError:
+        raise FactoryLoadError(f"module {module_name!r} has no attribute {attribute!r}") from None
     if not callable(target):
         raise FactoryLoadError(f"{spec} is a {type(target).__name__}, not a callable factory")
     return target  # type: ignore[no-any-return]

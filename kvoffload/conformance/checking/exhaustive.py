@@ -149,13 +149,11 @@ def run_exhaustive(
         hashes += request_calls * store_max if vllm_manager else 0  # the keys an open request remembers (K5)
         hashes += admission[1] if admission else 0  # the keys N2's tracker remembers
     alphabet = hash_alphabet(hashes, min(distinguished, hashes))
-    #: the factory's keywords, and the world's own (besides ``LockstepWorld``'s)
-    arguments: dict[str, Any]
-    options: dict[str, Any]
+    # the factory's keywords (``arguments``), and the world's own (``options``, besides ``LockstepWorld``'s)
     if kind == "manager":
         admits = {} if admission is None else {"store_threshold": admission[0], "max_tracker_size": admission[1]}
-        arguments = {"num_blocks": capacity, "enable_events": True, **admits}
-        options = {"store_max": store_max, "max_pins": max_pins}
+        arguments: dict[str, Any] = {"num_blocks": capacity, "enable_events": True, **admits}
+        options: dict[str, Any] = {"store_max": store_max, "max_pins": max_pins}
         options.update({"request_calls": request_calls, "admission": admission} if vllm_manager else {})
         text = manager_alphabet_text(hashes, touch_max, store_max, max_pins, distinguished)
         text += vllm_calls_text(request_calls, admission) if vllm_manager else ""
@@ -204,17 +202,17 @@ def run_exhaustive(
                    "--store-threshold 2 or more: 2]")
 @click.option("--replay", is_flag=True, help="Rebuild states by replaying their path instead of copying the target.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
-def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool,
-                     hashes: int | None, touch_max: int, store_max: int, max_pins: int, distinguished: int,
-                     idle_only: bool, interface: str, request_calls: int, store_threshold: int,
-                     max_tracker_size: int | None, replay: bool, quiet: bool) -> None:
+def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str, policies_only: bool, idle_only: bool,
+                     interface: str, store_threshold: int, max_tracker_size: int | None, replay: bool, quiet: bool,
+                     **search: Any) -> None:
     """Prove every reachable state conforms (or every state within --depth calls).
 
     Exit status 0: all conform; 1: a violation (clause and shortest call sequence
     printed); 2: bad arguments.
     """
+    # ``search``: --hashes, --touch-max, --store-max, --max-pins, --distinguished and --request-calls, as
+    # ``run_exhaustive`` takes them
     kind = "policy" if policies_only else "manager"
-    policies = list(POLICY_GROUPS.get(policy, (policy,)))
     if idle_only and not policies_only:
         raise click.UsageError("--idle-only needs --policies-only (a manager's blocks are pending while stored)")
     if target not in ("impl", "reference") and ":" not in target:
@@ -227,7 +225,7 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
     runs: list[ExhaustiveRun] = []
     # N2's (store_threshold, max_tracker_size) for the factory, or None (neither passed)
     admission = None if store_threshold < 2 and max_tracker_size is None else (store_threshold, max_tracker_size or 2)
-    for name in policies:
+    for name in POLICY_GROUPS.get(policy, (policy,)):
         try:
             factory, source, imports = resolve_target(target, kind, name)
             speaks = target_modes(kind, factory, target, name, interface)[0]
@@ -237,11 +235,9 @@ def check_exhaustive(depth: int | None, capacity: int, policy: str, target: str,
             raise click.UsageError("--store-threshold (N2) applies to managers written against vLLM's interface")
         for cap in range(1, capacity + 1):
             try:
-                run = run_exhaustive(factory, kind=kind, policy=name, capacity=cap, depth=depth, hashes=hashes,
-                                     touch_max=touch_max, store_max=store_max, max_pins=max_pins,
-                                     distinguished=distinguished, source=source,
+                run = run_exhaustive(factory, kind=kind, policy=name, capacity=cap, depth=depth, source=source,
                                      imports=imports, progress=progress, snapshots=not replay, idle=idle_only,
-                                     interface=speaks, request_calls=request_calls, admission=admission)
+                                     interface=speaks, admission=admission, **search)
             except TypeError as error:  # the factory does not take the suite's keywords
                 click.echo(f"Error: the factory could not build a {kind}: {error}", err=True)
                 raise SystemExit(2) from None

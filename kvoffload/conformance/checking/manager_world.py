@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, cast
 
 from ...spec import ReferenceCPUBackend, ReferenceManager
 from ...spec.types import BlockStatus
@@ -87,8 +87,7 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
     ctypes blocks are rebuilt, not pickled). Subclasses holding no state of their own
     (the planted bugs) are cloned the same way."""
     new = shallow(manager)
-    backend = shallow(manager.backend)
-    assert isinstance(backend, ReferenceCPUBackend)
+    backend = shallow(cast(ReferenceCPUBackend, manager.backend))
     fresh = twin_blocks(backend._handed_out.values())
     backend._handed_out = {block_id: fresh[id(block)] for block_id, block in backend._handed_out.items()}
     backend._free_ids = list(backend._free_ids)
@@ -99,8 +98,7 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
 def reference_memento(manager: ReferenceManager) -> tuple[Any, ...]:
     """A manager of reference parts' state, for ``restore_reference``: its very blocks with
     their ref counts, its free ids, a copy of its policy on those blocks, its events."""
-    backend = manager.backend
-    assert isinstance(backend, ReferenceCPUBackend)
+    backend = cast(ReferenceCPUBackend, manager.backend)
     blocks = dict(backend._handed_out)
     return (blocks, [(block, block.ref_cnt) for block in blocks.values()], list(backend._free_ids),
             clone_policy(manager.policy), list(manager._events))
@@ -112,8 +110,7 @@ def restore_reference(manager: ReferenceManager, memento: tuple[Any, ...]) -> No
     blocks, refs, free, policy, events = memento
     for block, ref in refs:
         block.ref_cnt = ref
-    backend = manager.backend
-    assert isinstance(backend, ReferenceCPUBackend)
+    backend = cast(ReferenceCPUBackend, manager.backend)
     backend._handed_out, backend._free_ids = dict(blocks), list(free)
     manager.policy, manager._events = clone_policy(policy), list(events)
 
@@ -123,9 +120,8 @@ def reference_unchanged(manager: ReferenceManager, memento: tuple[Any, ...]) -> 
     with the same ref counts, and equal policy fields (a copied entry that counts, S3-FIFO's
     or SIEVE's, is never equal to its original: such a policy always answers "changed")."""
     blocks, refs, _free, policy, _events = memento
-    backend = manager.backend
-    assert isinstance(backend, ReferenceCPUBackend)
-    if backend._handed_out != blocks or any(block.ref_cnt != ref for block, ref in refs):
+    handed_out = cast(ReferenceCPUBackend, manager.backend)._handed_out
+    if handed_out != blocks or any(block.ref_cnt != ref for block, ref in refs):
         return False
     current = manager.policy
     return all(getattr(current, field) == getattr(policy, field) for field in policy_fields(current))
@@ -144,7 +140,7 @@ def _clonable(target: Any) -> bool:
     return (
         isinstance(target, ReferenceManager)
         and set(vars(target)) == _MODEL_FIELDS
-        and type(target.backend) in (ReferenceCPUBackend,)
+        and type(target.backend) is ReferenceCPUBackend
         and set(vars(target.backend)) == {"block_size", "medium", "num_blocks", "_free_ids", "_handed_out"}
         and plain_policy(target.policy)
     )
@@ -193,13 +189,12 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         ops.extend(("touch", s, True) for s in canonical_calls(self.pool, present, self.touch_max, self.fixed))
         return ops
 
-    def fingerprint(self) -> Hashable:
-        name = self.relabel()
+    def state_key(self, name: Relabel) -> Hashable:
         lists = policy_key(self.model.policy, name)
         loads: tuple[tuple[int, ...], ...] = tuple(sorted(tuple(map(name, load)) for load in self.inflight))
-        if self.exact:  # block ids are handles (symmetry): the target's free blocks are in its key
-            return (lists, loads, manager_key(self.target, name), self.caller_key(name))
-        ids = tuple(sorted((name(h), block_id) for h, (block_id, _) in self.judge.id_of.items()))
+        # the block id shown for each live hash, unless exact: block ids are handles (symmetry), the target's free
+        # blocks are in its key
+        ids = None if self.exact else tuple(sorted((name(h), i) for h, (i, _) in self.judge.id_of.items()))
         return (lists, loads, ids, manager_key(self.target, name), self.caller_key(name))
 
     def caller_key(self, name: Relabel) -> Hashable:
@@ -226,10 +221,9 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         production manager, kept untouched)."""
         if not self.restorable:
             return super().memento(copy)
-        judge, target = self.judge, self.target
-        kept = reference_memento(target) if self.clonable else target.__deepcopy__({})
+        kept = reference_memento(self.target) if self.clonable else self.target.__deepcopy__({})
         return ({**vars(self), "history": list(self.history), "inflight": list(self.inflight)},
-                {**vars(judge), **judge_records(vars(judge))}, reference_memento(judge.model), kept)
+                {**vars(self.judge), **judge_records(vars(self.judge))}, reference_memento(self.model), kept)
 
     def unchanged(self, memento: Any) -> bool:
         """``LockstepWorld.unchanged``: the model first (most calls that change the state change
@@ -247,13 +241,12 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         if not self.restorable:
             return super().restore(memento)
         fields, judge_fields, model, kept = memento
-        judge = self.judge
         vars(self).clear()
         vars(self).update(fields)
         self.history, self.inflight, self._log = list(self.history), list(self.inflight), None
-        vars(judge).clear()
-        vars(judge).update(judge_fields, **judge_records(judge_fields))
-        restore_reference(judge.model, model)
+        vars(self.judge).clear()  # (the judge the memento was taken of: ``fields`` name it)
+        vars(self.judge).update(judge_fields, **judge_records(judge_fields))
+        restore_reference(self.model, model)
         if self.clonable:
             restore_reference(self.target, kept)
         else:
@@ -288,15 +281,9 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         if self.observing and not self.exact:
             self.observe(method, success)
 
-    def probe(self) -> None:
-        """``LockstepWorld.probe``: ``judge.probe_calls`` with the alphabet's forgotten hashes
-        and ``capacity`` hashes never in the alphabet."""
-        self.observing = False
-        for op in self.probe_ops():
-            self.apply(op)
-
     def probe_ops(self) -> list[ManagerOp]:
-        """``probe``'s calls (none when the model holds no block)."""
+        """``LockstepWorld.probe``'s calls (none when the model holds no block): ``judge.probe_calls``
+        with the alphabet's forgotten hashes and ``capacity`` hashes never in the alphabet."""
         if not self.model.blocks():
             return []
         return probe_calls(self.model, list(dict.fromkeys(self.inflight)), self.forgotten(),

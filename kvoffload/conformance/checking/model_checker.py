@@ -4,8 +4,8 @@ A *world* (``LockstepWorld``) holds the reference model and a target in lockstep
 protocol-keeping calls of its state (computed from the MODEL: C1–C5 are properties of
 the caller), ``apply(op)`` makes one call on both sides and judges it (raising
 ``ConformanceFailure``), ``probe()`` makes the target's hidden order observable and
-judges it (it spends the world: the engine probes a state it drops, or a copy of one it
-keeps), ``fingerprint()`` is the canonical key of the joint state (the
+judges it (the world's ``probe_ops``; it spends the world: the engine probes a state it drops, or a copy of one it
+keeps), ``fingerprint()`` is the canonical key of the joint state (the world's ``state_key``: the
 model's whole state plus the target's observable state, with interchangeable hashes
 renamed: symmetry reduction), ``fork()`` is an independent copy (or ``None`` when the
 target cannot be copied: then the engine rebuilds the state by replaying its path from a
@@ -55,7 +55,7 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     model: Any
     exact = False  # True: the fingerprint holds the target's whole state (see ``settle``)
     last: tuple[Any, ...] = ()  # the call that led to this state (names the clause of ``observe``)
-    labels: Relabel | None = None  # the renaming of the last ``fingerprint`` (``relabel``)
+    labels: Relabel | None = None  # the renaming of the last ``fingerprint``
 
     needs: tuple[str, ...] = ()  # the imports every reproduction of this world makes
 
@@ -81,14 +81,11 @@ class LockstepWorld(abc.ABC, Generic[Op]):
     @abc.abstractmethod
     def apply(self, op: Op) -> None: ...
     @abc.abstractmethod
-    def probe(self) -> None:
-        """Make the target's hidden order observable, judged against the model (this world
-        is spent: the engine probes a copy, or a state it drops): calls that are no-ops
-        or drains for the model (touching hashes it no longer holds shows a target still
-        remembering one), then one eviction of every block, so a recency bug that has not
-        yet changed a victim is seen now, with those calls in the reproduction."""
+    def probe_ops(self) -> list[Op]:
+        """``probe``'s calls, from this state."""
     @abc.abstractmethod
-    def fingerprint(self) -> Hashable: ...
+    def state_key(self, name: Relabel) -> Hashable:
+        """``fingerprint``'s key, hashes renamed by ``name``."""
     @abc.abstractmethod
     def copy_parts(self) -> None:
         """Replace what this shallow copy shares with its original by copies (``fork``)."""
@@ -139,11 +136,22 @@ class LockstepWorld(abc.ABC, Generic[Op]):
         in_state = self.in_state()
         return tuple(h for h in self.pool if h not in in_state)
 
-    def relabel(self) -> Relabel:
-        """A fresh renaming for ``fingerprint`` (``symmetry.Relabel``), kept as ``labels``: two states with
-        one key are one state up to renaming, and the same state when their ``labels`` agree too."""
+    def fingerprint(self) -> Hashable:
+        """The canonical key of the joint state (``state_key``) under a fresh renaming (``symmetry.Relabel``),
+        kept as ``labels``: two states with one key are one state up to renaming, and the same state when
+        their ``labels`` agree too."""
         self.labels = Relabel(self.pool[: self.fixed])
-        return self.labels
+        return self.state_key(self.labels)
+
+    def probe(self) -> None:
+        """Make the target's hidden order observable, judged against the model (this world
+        is spent: the engine probes a copy, or a state it drops): calls that are no-ops
+        or drains for the model (touching hashes it no longer holds shows a target still
+        remembering one), then one eviction of every block, so a recency bug that has not
+        yet changed a victim is seen now, with those calls in the reproduction (``probe_ops``)."""
+        self.observing = False
+        for op in self.probe_ops():
+            self.apply(op)
 
     def forget_last(self) -> None:
         """Drop the last call from the path: it left the state as it was (``_expand``)."""
@@ -266,11 +274,9 @@ def _expand(start: int, stop: int) -> Run:
             child = world if in_place else copy_of(world, key)
             try:
                 child.apply(op)
-                if child is world and world.unchanged(memento):  # the same state, byte for byte: no key needed
-                    world.forget_last()
-                    continue
-                child_key = child.fingerprint()
-                if child is world and child_key == key and world.labels == labels:  # the same state, hash for hash
+                # the same state: byte for byte (told without a key: ``None``), or hash for hash
+                child_key = None if child is world and world.unchanged(memento) else child.fingerprint()
+                if child is world and (child_key is None or child_key == key and world.labels == labels):
                     world.forget_last()
                     continue
                 new = child_key not in parents and child_key not in seen

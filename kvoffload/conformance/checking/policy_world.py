@@ -32,7 +32,7 @@ from ...spec import BlockStatus, make_reference_policy
 from ..judge import judge_evict, judge_gets, judge_ref_counts, policy_call
 from .model_checker import LockstepWorld
 from .policy_state import clone_policy, ghosts_of, held, plain_policy, policy_key, readable_key, twin_blocks
-from .symmetry import DISTINGUISHED, canonical_calls, distinguished_text
+from .symmetry import DISTINGUISHED, Relabel, canonical_calls, distinguished_text
 
 __all__ = ["PolicyOp", "PolicyWorld", "policy_alphabet_text", "render_policy_op"]
 
@@ -106,8 +106,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         ops.extend(("evict", protected, n) for n in range(1, self.capacity + 2) for protected in protected_sets)
         return ops
 
-    def fingerprint(self) -> Hashable:
-        name = self.relabel()
+    def state_key(self, name: Relabel) -> Hashable:
         return policy_key(self.model, name), readable_key(self.target, name)
 
     def copy_parts(self) -> None:
@@ -123,19 +122,15 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
     def apply(self, op: PolicyOp) -> None:
         self.history.append(op)
         method, hashes, number = op
+        if method in ("insert", "set_ref"):  # the caller sets a block's ref_cnt: a fresh block's, or a present one's
+            block = BlockStatus(self.inserted) if method == "insert" else self.blocks[hashes[0]]
+            block.ref_cnt = number
+            self.refs[id(block)] = (block, number)
         if method == "insert":
-            h = hashes[0]
-            block = BlockStatus(self.inserted)
             self.inserted += 1
-            block.ref_cnt = number
-            self.refs[id(block)] = (block, number)
-            self.judged(policy_call(self.target, "insert", h, block)[1])
-            self.model.insert(h, block)
-            self.blocks[h] = block
-        elif method == "set_ref":
-            block = self.blocks[hashes[0]]
-            block.ref_cnt = number
-            self.refs[id(block)] = (block, number)
+            self.judged(policy_call(self.target, "insert", hashes[0], block)[1])
+            self.model.insert(hashes[0], block)
+            self.blocks[hashes[0]] = block
         elif method == "touch":
             self.judged(policy_call(self.target, "touch", list(hashes))[1])
             self.model.touch(list(hashes))
@@ -143,7 +138,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
             self.judged(policy_call(self.target, "remove", hashes[0])[1])
             self.model.remove(hashes[0])
             del self.blocks[hashes[0]]
-        else:
+        elif method == "evict":
             self._evict(number, set(hashes))
         self.last = (method,)
         self.judged(judge_ref_counts(self.refs.values(), f"after {method}"))  # P6: the caller's blocks, every call
@@ -152,17 +147,15 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
         live = {id(b) for b in self.blocks.values()}
         self.refs = {key: entry for key, entry in self.refs.items() if key in live}
 
-    def probe(self) -> None:
-        """``LockstepWorld.probe``: touch every alphabet hash the model does not hold (untrimmed
-        ghosts show), make every block idle and evict them all in one call."""
-        self.observing = False
-        if forgotten := self.forgotten():
-            self.apply(("touch", forgotten, 0))
-        for h, block in list(self.blocks.items()):
-            if block.ref_cnt != 0:  # the caller's own field: pending and read blocks become idle
-                self.apply(("set_ref", (h,), 0))
-        if self.blocks:
-            self.apply(("evict", (), len(self.blocks)))
+    def probe_ops(self) -> list[PolicyOp]:
+        """``LockstepWorld.probe``'s calls: touch every alphabet hash the model does not hold (untrimmed
+        ghosts show), make every block idle and evict them all in one call (a touch that changed a
+        block's ``ref_cnt`` fails P6 before the blocks are made idle)."""
+        forgotten = self.forgotten()
+        ops: list[PolicyOp] = [("touch", forgotten, 0)] if forgotten else []
+        # the caller's own field: pending and read blocks become idle
+        ops.extend(("set_ref", (h,), 0) for h, block in self.blocks.items() if block.ref_cnt != 0)
+        return [*ops, ("evict", (), len(self.blocks))] if self.blocks else ops
 
     def _evict(self, n: int, protected: set[bytes]) -> None:
         value, verdict = policy_call(self.target, "evict", n, set(protected))

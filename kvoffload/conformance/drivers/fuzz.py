@@ -117,16 +117,16 @@ def fuzz_machines(
     """Run the suite's machine for ``kind`` round after round until ``seconds`` pass or a
     violation is found. Raises ``TargetSetupError`` if a factory cannot build its target.
     ``interface``: as ``conform``'s, detected per round's target by default (K1, N9)."""
-    modes = [target_modes(kind, r.factory, r.source, r.policy, interface) for r in rounds]
+    # each round's mode, its factory as a reproduction imports it, and how its target speaks
+    bound = [(r, FactoryRef.of(r.factory, r.source), *target_modes(kind, r.factory, r.source, r.policy, interface))
+             for r in rounds]
     settings = conformance_settings(*ROUND_BUDGET[kind], database=database)
     stats = RunStats()
     outcome = FuzzOutcome(kind)
     seeds = random.Random(seed) if seed is not None else None
 
     def run_round() -> str:
-        index = (outcome.rounds - 1) % len(rounds)
-        fuzz_round, (speaks, lru_order) = rounds[index], modes[index]
-        reference = FactoryRef.of(fuzz_round.factory, fuzz_round.source)
+        fuzz_round, reference, speaks, lru_order = bound[(outcome.rounds - 1) % len(bound)]
         machine = machine_for(kind, reference, fuzz_round.policy, fuzz_round.strict, stats, speaks,
                               lru_order=lru_order)
         result = ConformanceResult(

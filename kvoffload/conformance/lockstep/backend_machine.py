@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ...spec import BlockStatus
-from .machine_base import ConformanceMachine
+from .machine_base import ConformanceMachine, strict_rule
 from .strategies import hash_pools
 
 __all__ = ["BackendMachine"]
@@ -117,14 +117,12 @@ class BackendMachine(ConformanceMachine):
             self.fail("B4", f"spec addresses {[int(i) for i in ids]!r}, the blocks are {expected!r}",
                       f"list({var}.block_ids) == [blk.block_id for blk in {sources}]")
 
-    @precondition(lambda self: self.strict)
-    @rule(data=st.data())
+    @strict_rule
     def strict_over_allocate(self, data: st.DataObject) -> None:
         """B2: more than the free count raises, nothing changes."""
         self._allocate(self.free_count + data.draw(st.integers(1, 2), label="excess"))
 
-    @precondition(lambda self: self.strict)
-    @rule(data=st.data())
+    @strict_rule
     def strict_bad_free(self, data: st.DataObject) -> None:
         """B3: a double free or a foreign block raises, nothing changes."""
         self.step()

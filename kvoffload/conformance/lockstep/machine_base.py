@@ -11,7 +11,7 @@ from typing import Any, ClassVar, NoReturn
 
 import attrs
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from ..judge import Verdict, invoke, judge_refusal
 from ..loading import call_source
@@ -19,7 +19,7 @@ from ...spec.clauses import clause_sort_key
 from ..reports.result import CallLog, ConformanceFailure, ConformanceResult
 from .twins import NOT_DETERMINISTIC, Call, Probe, Twins, twin_lines, twin_verdict
 
-__all__ = ["RunStats", "FactoryRef", "ConformanceMachine", "TargetSetupError"]
+__all__ = ["RunStats", "FactoryRef", "ConformanceMachine", "TargetSetupError", "strict_rule"]
 
 
 class TargetSetupError(Exception):
@@ -109,6 +109,11 @@ class RunStats:
         if self.progress and self.last_report and sys.stderr.isatty():
             sys.stderr.write("\n")
             sys.stderr.flush()
+
+
+def strict_rule(function: Callable[[Any, st.DataObject], None]) -> Callable[[Any, st.DataObject], None]:
+    """A rule of strict mode only (protocol-breaking or badly typed calls), drawing from ``data``."""
+    return precondition(lambda self: self.strict)(rule(data=st.data())(function))
 
 
 class ConformanceMachine(RuleBasedStateMachine):
@@ -231,6 +236,15 @@ class ConformanceMachine(RuleBasedStateMachine):
                                         self.target_var, instead[1], export)
             self.judged(found)
         self.exercised(clause)
+
+    def teardown(self) -> None:
+        """The end of every example: ``close`` when it ran to its end (a failing example keeps
+        its own failure; one whose setup never ran, no target built, has no state)."""
+        if sys.exc_info()[1] is None and hasattr(self, "target"):
+            self.close()
+
+    def close(self) -> None:
+        """The calls that end an example that ran to its end (a hook: the machines' probe)."""
 
     def judged(self, verdict: Verdict | None) -> None:
         """Fail with the judge's verdict, if there is one."""

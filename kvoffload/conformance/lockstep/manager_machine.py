@@ -16,7 +16,6 @@ reproduction; the verdicts are the judge's (and, for twins, ``twins.twin_verdict
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -24,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
 from ..judge import EXACT_VICTIM_CLAUSE, ManagerJudge, Step, exception_kind, method_clause, probe_calls
-from .machine_base import ConformanceMachine
+from .machine_base import ConformanceMachine, strict_rule
 from .strategies import ARG_KINDS, BAD_ELEMENTS, batches, fractional_ghosts, hash_pools, make_argument
 from .twins import Call, ManagerProbe, Twins, apply_manager_call
 
@@ -350,8 +349,7 @@ class ManagerMachine(ConformanceMachine):
         self.exercised("M8", *(("I5",) if self.events_on else ()))
 
     # -- strict mode: protocol-breaking and badly typed calls ------------------------------
-    @precondition(lambda self: self.strict)
-    @rule(data=st.data())
+    @strict_rule
     def strict_prepare_load(self, data: st.DataObject) -> None:
         """M2 with absent, pending or repeated hashes (breaks C1, C5); often ready hashes
         listed twice (each occurrence pins once more: M2, M3)."""
@@ -363,20 +361,17 @@ class ManagerMachine(ConformanceMachine):
             items = self.draw_batch(data, min_size=1)
         self._prepare_load(data, items)
 
-    @precondition(lambda self: self.strict)
-    @rule(data=st.data())
+    @strict_rule
     def strict_complete_load(self, data: st.DataObject) -> None:
         """M3 without enough loads in flight (breaks C2)."""
         self.call("complete_load", self.draw_batch(data, min_size=1), self.draw_kind(data), exercising=("M3",))
 
-    @precondition(lambda self: self.strict)
-    @rule(data=st.data())
+    @strict_rule
     def strict_complete_store(self, data: st.DataObject) -> None:
         """M6/M7 with absent, ready or repeated hashes (breaks C3): ignored."""
         self._complete_store(data, self.draw_batch(data, min_size=1))
 
-    @precondition(lambda self: self.strict)
-    @rule(data=st.data())
+    @strict_rule
     def strict_bad_types(self, data: st.DataObject) -> None:
         """M9: an element that is not bytes, or a single bytes object as the argument."""
         method = data.draw(st.sampled_from(
@@ -389,12 +384,10 @@ class ManagerMachine(ConformanceMachine):
         self.call(method, items, shape, exercising=("M9",))
 
     # -- the end of an example -------------------------------------------------------------
-    def teardown(self) -> None:
-        """The end of every example that ran to its end: ``judge.probe_calls`` (the model
-        checker's probe), so that a recency, ghost or counter bug that has not yet changed
-        a victim does not leave with its example; then the events are taken (M8, I5)."""
-        if sys.exc_info()[1] is not None or not hasattr(self, "judge"):
-            return  # a failing example keeps its own failure; one whose setup never ran has no state
+    def close(self) -> None:
+        """The end of every example that ran to its end (``teardown``): ``judge.probe_calls``
+        (the model checker's probe), so that a recency, ghost or counter bug that has not yet
+        changed a victim does not leave with its example; then the events are taken (M8, I5)."""
         for method, hashes, success in probe_calls(self.model, self.inflight, self.forgotten(),
                                                    self.probe_keys(self.capacity)):
             if method == "prepare_store":

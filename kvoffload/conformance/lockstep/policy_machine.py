@@ -13,7 +13,6 @@ its end with a probe (``teardown``: every block idle, then all evicted in one ca
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 from hypothesis import strategies as st
@@ -123,12 +122,19 @@ class PolicyMachine(ConformanceMachine):
         block = BlockStatus(len(self.refs))
         self.log.add(f"blk{block.block_id} = BlockStatus({block.block_id})")
         self._set_block_ref(block, initial, logged=initial != -1)  # a new block is pending (-1) already
-        self.log.add(f"p.insert({self.log.name(h)}, blk{block.block_id})")
-        self.judged(policy_call(self.target, "insert", h, block)[1])
-        self.calls.append(("insert", (h, block.block_id), {}))
+        self._tell("insert", f"{self.log.name(h)}, blk{block.block_id}", (h, block), (h, block.block_id), "P2", "P1")
         self.model.insert(h, block)
         self.blocks[h] = block
-        self.exercised("P2", CLAUSES.get(self.policy_mode, {}).get("insert", "P1"))
+
+    def _tell(self, method: str, source: str, args: tuple[Any, ...], recorded: tuple[Any, ...], own: str,
+              default: str) -> None:
+        """A protocol-keeping ``method`` given ``args`` on the target (judged: P2–P4, M0),
+        logged as ``p.method(source)`` and kept for the twins as ``recorded``; exercises
+        ``own`` and the exact mode's clause of it (``CLAUSES``, else ``default``)."""
+        self.log.add(f"p.{method}({source})")
+        self.judged(policy_call(self.target, method, *args)[1])
+        self.calls.append((method, recorded, {}))
+        self.exercised(own, CLAUSES.get(self.policy_mode, {}).get(method, default))
 
     @precondition(lambda self: self.on("store") and bool(self.absent()))
     @rule(data=st.data())
@@ -174,12 +180,9 @@ class PolicyMachine(ConformanceMachine):
         """P3, A6."""
         self.step()
         h = data.draw(st.sampled_from(self.present()), label="hash")
-        self.log.add(f"p.remove({self.log.name(h)})")
-        self.judged(policy_call(self.target, "remove", h)[1])
-        self.calls.append(("remove", (h,), {}))
+        self._tell("remove", self.log.name(h), (h,), (h,), "P3", "P3")
         self.model.remove(h)
         del self.blocks[h]
-        self.exercised("P3", CLAUSES.get(self.policy_mode, {}).get("remove", "P3"))
 
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
@@ -223,11 +226,8 @@ class PolicyMachine(ConformanceMachine):
         if isinstance(argument, OneShot):
             self.log.add(f"a = {source}")
             source = "a"
-        self.log.add(f"p.touch({source})")
-        self.judged(policy_call(self.target, "touch", argument)[1])
-        self.calls.append(("touch", (list(items),), {}))
+        self._tell("touch", source, (argument,), (list(items),), "P4", "P4")
         self.model.touch(list(items))
-        self.exercised("P4", CLAUSES.get(self.policy_mode, {}).get("touch", "P4"))
 
     @precondition(lambda self: self.on("evict_full") and len(self.blocks) == self.capacity)
     @rule(data=st.data())
@@ -255,8 +255,7 @@ class PolicyMachine(ConformanceMachine):
             t1_ready = [h for h in self.model.t1 if self.blocks[h].ref_cnt == 0]
             excess = len(self.model.t1) - min(max(1, math.floor(self.model.p)), self.capacity - 1)
             if excess > 0 and t1_ready:
-                order = data.draw(st.permutations(t1_ready), label="promoted")
-                self._touch(data, list(order[:excess]))
+                self._touch(data, list(data.draw(st.permutations(t1_ready), label="promoted")[:excess]))
             self.drain()
             return
         if present:
@@ -359,17 +358,14 @@ class PolicyMachine(ConformanceMachine):
             return None
         return victims
 
-    def teardown(self) -> None:
-        """The end of every example that ran to its end: the target's hidden order made
-        observable, as the model checker's ``probe`` does. Every block is made ready and
-        idle, the pool hashes not present are touched (P4: ghosts move as the model says),
-        then one eviction takes every block, its victims judged in order (L3, A4, F5, V5;
-        P5 in ``any`` mode)."""
-        if sys.exc_info()[1] is not None or not hasattr(self, "blocks"):
-            return  # a failing example keeps its own failure; one whose setup never ran has no state
-        for h in self.present():
-            if self.blocks[h].ref_cnt != 0:
-                self._set_ref(h, 0)
+    def close(self) -> None:
+        """The end of every example that ran to its end (``teardown``): the target's hidden
+        order made observable, as the model checker's ``probe`` does. Every block is made
+        ready and idle, the pool hashes not present are touched (P4: ghosts move as the model
+        says), then one eviction takes every block, its victims judged in order (L3, A4, F5,
+        V5; P5 in ``any`` mode)."""
+        for h in [h for h in self.present() if self.blocks[h].ref_cnt != 0]:
+            self._set_ref(h, 0)
         if self.absent():
             self._touch(None, self.absent())
         if self.blocks:
