@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import itertools
 from collections.abc import Callable, Hashable
-from typing import Any, cast
+from typing import Any
 
 from ...spec import ReferenceCPUBackend, ReferenceManager
 from ...spec.types import BlockStatus
@@ -87,7 +87,8 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
     ctypes blocks are rebuilt, not pickled). Subclasses holding no state of their own
     (the planted bugs) are cloned the same way."""
     new = shallow(manager)
-    backend = shallow(cast(ReferenceCPUBackend, manager.backend))
+    backend = shallow(manager.backend)
+    assert isinstance(backend, ReferenceCPUBackend)
     fresh = twin_blocks(backend._handed_out.values())
     backend._handed_out = {block_id: fresh[id(block)] for block_id, block in backend._handed_out.items()}
     backend._free_ids = list(backend._free_ids)
@@ -98,7 +99,8 @@ def clone_reference_manager(manager: ReferenceManager) -> ReferenceManager:
 def reference_memento(manager: ReferenceManager) -> tuple[Any, ...]:
     """A manager of reference parts' state, for ``restore_reference``: its very blocks with
     their ref counts, its free ids, a copy of its policy on those blocks, its events."""
-    backend = cast(ReferenceCPUBackend, manager.backend)
+    backend = manager.backend
+    assert isinstance(backend, ReferenceCPUBackend)
     blocks = dict(backend._handed_out)
     return (blocks, [(block, block.ref_cnt) for block in blocks.values()], list(backend._free_ids),
             clone_policy(manager.policy), list(manager._events))
@@ -110,7 +112,8 @@ def restore_reference(manager: ReferenceManager, memento: tuple[Any, ...]) -> No
     blocks, refs, free, policy, events = memento
     for block, ref in refs:
         block.ref_cnt = ref
-    backend = cast(ReferenceCPUBackend, manager.backend)
+    backend = manager.backend
+    assert isinstance(backend, ReferenceCPUBackend)
     backend._handed_out, backend._free_ids = dict(blocks), list(free)
     manager.policy, manager._events = clone_policy(policy), list(events)
 
@@ -120,8 +123,9 @@ def reference_unchanged(manager: ReferenceManager, memento: tuple[Any, ...]) -> 
     with the same ref counts, and equal policy fields (a copied entry that counts, S3-FIFO's
     or SIEVE's, is never equal to its original: such a policy always answers "changed")."""
     blocks, refs, _free, policy, _events = memento
-    handed_out = cast(ReferenceCPUBackend, manager.backend)._handed_out
-    if handed_out != blocks or any(block.ref_cnt != ref for block, ref in refs):
+    backend = manager.backend
+    assert isinstance(backend, ReferenceCPUBackend)
+    if backend._handed_out != blocks or any(block.ref_cnt != ref for block, ref in refs):
         return False
     current = manager.policy
     return all(getattr(current, field) == getattr(policy, field) for field in policy_fields(current))
@@ -241,12 +245,13 @@ class ManagerWorld(LockstepWorld[ManagerOp]):
         if not self.restorable:
             return super().restore(memento)
         fields, judge_fields, model, kept = memento
+        judge = self.judge
         vars(self).clear()
         vars(self).update(fields)
         self.history, self.inflight, self._log = list(self.history), list(self.inflight), None
-        vars(self.judge).clear()  # (the judge the memento was taken of: ``fields`` name it)
-        vars(self.judge).update(judge_fields, **judge_records(judge_fields))
-        restore_reference(self.model, model)
+        vars(judge).clear()
+        vars(judge).update(judge_fields, **judge_records(judge_fields))
+        restore_reference(judge.model, model)
         if self.clonable:
             restore_reference(self.target, kept)
         else:

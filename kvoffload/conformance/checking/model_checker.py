@@ -274,9 +274,11 @@ def _expand(start: int, stop: int) -> Run:
             child = world if in_place else copy_of(world, key)
             try:
                 child.apply(op)
-                # the same state: byte for byte (told without a key: ``None``), or hash for hash
-                child_key = None if child is world and world.unchanged(memento) else child.fingerprint()
-                if child is world and (child_key is None or child_key == key and world.labels == labels):
+                if child is world and world.unchanged(memento):  # the same state, byte for byte: no key needed
+                    world.forget_last()
+                    continue
+                child_key = child.fingerprint()
+                if child is world and child_key == key and world.labels == labels:  # the same state, hash for hash
                     world.forget_last()
                     continue
                 new = child_key not in parents and child_key not in seen

@@ -122,15 +122,19 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
     def apply(self, op: PolicyOp) -> None:
         self.history.append(op)
         method, hashes, number = op
-        if method in ("insert", "set_ref"):  # the caller sets a block's ref_cnt: a fresh block's, or a present one's
-            block = BlockStatus(self.inserted) if method == "insert" else self.blocks[hashes[0]]
+        if method == "insert":
+            h = hashes[0]
+            block = BlockStatus(self.inserted)
+            self.inserted += 1
             block.ref_cnt = number
             self.refs[id(block)] = (block, number)
-        if method == "insert":
-            self.inserted += 1
-            self.judged(policy_call(self.target, "insert", hashes[0], block)[1])
-            self.model.insert(hashes[0], block)
-            self.blocks[hashes[0]] = block
+            self.judged(policy_call(self.target, "insert", h, block)[1])
+            self.model.insert(h, block)
+            self.blocks[h] = block
+        elif method == "set_ref":
+            block = self.blocks[hashes[0]]
+            block.ref_cnt = number
+            self.refs[id(block)] = (block, number)
         elif method == "touch":
             self.judged(policy_call(self.target, "touch", list(hashes))[1])
             self.model.touch(list(hashes))
@@ -138,7 +142,7 @@ class PolicyWorld(LockstepWorld[PolicyOp]):
             self.judged(policy_call(self.target, "remove", hashes[0])[1])
             self.model.remove(hashes[0])
             del self.blocks[hashes[0]]
-        elif method == "evict":
+        else:
             self._evict(number, set(hashes))
         self.last = (method,)
         self.judged(judge_ref_counts(self.refs.values(), f"after {method}"))  # P6: the caller's blocks, every call
